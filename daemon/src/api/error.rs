@@ -1,0 +1,101 @@
+//! The one place where domain errors become HTTP statuses. Bodies are
+//! `{"error": "...", "field": "..."}`; `field` is present when one input
+//! field is to blame.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::auth::AuthError;
+use crate::host::HostError;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// A fault of ours or of the machine: logged in full, reported briefly,
+    /// so file paths and SQL do not leak to the browser.
+    fn internal(err: &dyn std::error::Error) -> Self {
+        tracing::error!("internal error: {err}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error; see the nasd log",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Body {
+            error: &self.message,
+            field: self.field.as_deref(),
+        };
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(err: AuthError) -> Self {
+        let status = match &err {
+            AuthError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            AuthError::WrongSetupToken => {
+                return Self::new(StatusCode::FORBIDDEN, err.to_string()).with_field("token");
+            }
+            AuthError::WrongCurrentPassword => {
+                return Self::new(StatusCode::FORBIDDEN, err.to_string())
+                    .with_field("current_password");
+            }
+            AuthError::AlreadySetUp => StatusCode::CONFLICT,
+            AuthError::BadCredentials | AuthError::NoSession => StatusCode::UNAUTHORIZED,
+            AuthError::TokenFile { .. } | AuthError::Hashing(_) | AuthError::Store(_) => {
+                return Self::internal(&err);
+            }
+        };
+        Self::new(status, err.to_string())
+    }
+}
+
+impl From<HostError> for ApiError {
+    fn from(err: HostError) -> Self {
+        Self::internal(&err)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = match rejection {
+            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        Self::new(status, format!("request body: {}", rejection.body_text()))
+    }
+}

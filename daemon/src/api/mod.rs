@@ -1,0 +1,95 @@
+//! The HTTP API under `/api/v1` and the web UI's assets. Handlers are thin:
+//! read the request, call the domain, map errors once (see [`error`]).
+
+mod assets;
+pub mod error;
+mod session;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::{any, get, post};
+use axum::{Json, Router};
+use serde::Serialize;
+
+use crate::auth::Auth;
+use crate::host::Host;
+use crate::inventory::{self, SystemInfo};
+use error::ApiError;
+
+pub use session::COOKIE_NAME;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub auth: Arc<Auth>,
+    pub host: Host,
+}
+
+#[derive(Serialize)]
+struct Health {
+    status: &'static str,
+    version: &'static str,
+    setup_required: bool,
+}
+
+async fn health(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    Ok(Json(Health {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+        setup_required: state.auth.setup_required()?,
+    }))
+}
+
+async fn system(State(state): State<AppState>) -> Result<Json<SystemInfo>, ApiError> {
+    let host = state.host.clone();
+    // sysfs reads are quick but blocking; keep them off the async threads.
+    let info = tokio::task::spawn_blocking(move || inventory::collect(&host))
+        .await
+        .map_err(|err| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                err.to_string(),
+            )
+        })??;
+    Ok(Json(info))
+}
+
+async fn unknown_api() -> ApiError {
+    ApiError::new(axum::http::StatusCode::NOT_FOUND, "no such API route")
+}
+
+pub fn router(state: AppState) -> Router {
+    let public = Router::new()
+        .route("/api/v1/health", get(health))
+        .route("/api/v1/setup", post(session::setup))
+        .route("/api/v1/login", post(session::login));
+    // Unknown API paths sit behind the session check too, so that an
+    // anonymous caller cannot map which routes exist.
+    let private = Router::new()
+        .route("/api/v1/system", get(system))
+        .route("/api/v1/session", get(session::whoami))
+        .route("/api/v1/logout", post(session::logout))
+        .route("/api/v1/password", post(session::change_password))
+        .route("/api/v1/{*rest}", any(unknown_api))
+        .route_layer(from_fn_with_state(state.clone(), session::require_session));
+    Router::new()
+        .merge(public)
+        .merge(private)
+        .fallback(assets::serve)
+        .layer(from_fn(session::same_origin))
+        .layer(from_fn(session::security_headers))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` completes, then finishes the requests in flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,175 @@
+//! `nasd.toml`: where to listen, where to keep data, which root to read the
+//! machine through, how often to sample. Command-line flags override it. An
+//! unknown key or a bad value stops the daemon with the key's name, because a
+//! typo silently ignored is a setting the user believes in but does not have.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::validate::Invalid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("config {path}: {invalid}")]
+    Invalid { path: PathBuf, invalid: Invalid },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub root: PathBuf,
+    pub sample_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([0, 0, 0, 0], 80)),
+            data_dir: PathBuf::from("/var/lib/nasd"),
+            root: PathBuf::from("/"),
+            sample_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The file as written: every key optional, nothing unknown.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    root: Option<PathBuf>,
+    sample_interval_secs: Option<u64>,
+}
+
+const SAMPLE_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
+
+pub fn parse_listen(field: &str, value: &str) -> Result<SocketAddr, Invalid> {
+    value.parse().map_err(|_| {
+        Invalid::new(
+            field,
+            format!("'{value}' is not an address and port such as 0.0.0.0:80 or [::]:80"),
+        )
+    })
+}
+
+impl Config {
+    /// Parses the text of a config file on top of the defaults.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|err| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            message: err.to_string().trim().replace('\n', " "),
+        })?;
+        let invalid = |invalid| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            invalid,
+        };
+        let mut config = Config::default();
+        if let Some(listen) = file.listen {
+            config.listen = parse_listen("listen", &listen).map_err(invalid)?;
+        }
+        if let Some(dir) = file.data_dir {
+            config.data_dir = absolute("data_dir", dir).map_err(invalid)?;
+        }
+        if let Some(root) = file.root {
+            config.root = absolute("root", root).map_err(invalid)?;
+        }
+        if let Some(secs) = file.sample_interval_secs {
+            if !SAMPLE_RANGE_SECS.contains(&secs) {
+                return Err(invalid(Invalid::new(
+                    "sample_interval_secs",
+                    format!(
+                        "must be {} to {} seconds, got {secs}",
+                        SAMPLE_RANGE_SECS.start(),
+                        SAMPLE_RANGE_SECS.end()
+                    ),
+                )));
+            }
+            config.sample_interval = Duration::from_secs(secs);
+        }
+        Ok(config)
+    }
+
+    /// Loads `path`; a missing file is an error only when it was asked for.
+    pub fn load(path: &Path, explicit: bool) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(path, &text),
+            Err(err) if !explicit && err.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Self::default())
+            }
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+}
+
+fn absolute(field: &str, path: PathBuf) -> Result<PathBuf, Invalid> {
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(Invalid::new(field, "must be an absolute path"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new("nasd.toml"), text)
+    }
+
+    #[test]
+    fn the_shipped_config_parses() {
+        let text = include_str!("../../etc/nasd.toml");
+        let config = parse(text).unwrap();
+        assert_eq!(config.data_dir, Path::new("/var/lib/nasd"));
+        assert_eq!(config.root, Path::new("/"));
+    }
+
+    #[test]
+    fn keys_override_defaults() {
+        let config = parse("listen = \"127.0.0.1:8080\"\nsample_interval_secs = 30\n").unwrap();
+        assert_eq!(config.listen.port(), 8080);
+        assert_eq!(config.sample_interval, Duration::from_secs(30));
+        assert_eq!(config.data_dir, Config::default().data_dir);
+    }
+
+    #[test]
+    fn an_unknown_key_is_named() {
+        let err = parse("listen_addr = \"0.0.0.0:80\"\n").unwrap_err().to_string();
+        assert!(err.contains("listen_addr"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_field_and_rule() {
+        let err = parse("listen = \"localhost\"\n").unwrap_err().to_string();
+        assert!(err.contains("listen:") && err.contains("address and port"), "{err}");
+        let err = parse("sample_interval_secs = 0\n").unwrap_err().to_string();
+        assert!(err.contains("sample_interval_secs: must be 1 to 3600"), "{err}");
+        let err = parse("data_dir = \"var\"\n").unwrap_err().to_string();
+        assert!(err.contains("data_dir: must be an absolute path"), "{err}");
+        let err = parse("sample_interval_secs = \"ten\"\n").unwrap_err().to_string();
+        assert!(err.contains("sample_interval_secs"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_default_file_is_the_defaults_but_an_asked_for_one_is_an_error() {
+        let missing = Path::new("/nonexistent/nasd.toml");
+        assert_eq!(Config::load(missing, false).unwrap(), Config::default());
+        assert!(Config::load(missing, true).is_err());
+    }
+}

@@ -1,0 +1,226 @@
+//! The only door to the machine.
+//!
+//! Every read of `/sys`, `/proc`, `/dev`, `/run/udev` and `/etc` goes through a
+//! [`Host`] rooted at a directory, so the whole daemon can run against a fixture
+//! tree copied from a real board. Every external program goes through the
+//! [`runner::Runner`]. Nothing outside this module names a system path or
+//! spawns a process.
+
+pub mod kernel;
+pub mod runner;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where the daemon looks for its configuration when `--config` is not given.
+/// It is the daemon's own file, not the board's, so it is not under the root.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/nasd/nasd.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("root {0} is not a directory")]
+    RootMissing(PathBuf),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// A view of the machine's system trees, rooted at `/` on a real board or at
+/// a fixture directory in tests.
+#[derive(Debug, Clone)]
+pub struct Host {
+    root: PathBuf,
+}
+
+/// One entry of a sysfs class or device directory: its name and the text of
+/// the attribute files that were readable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysEntry {
+    pub name: String,
+    pub attrs: BTreeMap<String, String>,
+}
+
+impl SysEntry {
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs.get(name).map(String::as_str)
+    }
+}
+
+impl Host {
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self, HostError> {
+        let root = root.into();
+        if !root.is_dir() {
+            return Err(HostError::RootMissing(root));
+        }
+        Ok(Self { root })
+    }
+
+    /// True when this host is the running machine rather than a fixture tree.
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// Maps an absolute system path (`/sys/...`) into the root.
+    fn resolve(&self, system_path: &str) -> PathBuf {
+        self.root.join(system_path.trim_start_matches('/'))
+    }
+
+    /// Reads a text attribute, trimmed. Absent hardware is `None`, not an
+    /// error: sysfs answers a missing or momentarily unreadable attribute with
+    /// ENOENT, EINVAL (a link that is down has no speed) or ENODATA (a sensor
+    /// that has not sampled yet).
+    pub fn read_text(&self, system_path: &str) -> Result<Option<String>, HostError> {
+        read_attr(&self.resolve(system_path))
+    }
+
+    /// Names in a directory, sorted; a missing directory is empty.
+    pub fn list_dir(&self, system_path: &str) -> Result<Vec<String>, HostError> {
+        list_names(&self.resolve(system_path))
+    }
+
+    /// Entries of a sysfs directory whose names start with `prefix`, with the
+    /// named attributes (those ending in `*` match by prefix) that exist.
+    pub fn sys_entries(
+        &self,
+        dir: &str,
+        prefix: &str,
+        attrs: &[&str],
+    ) -> Result<Vec<SysEntry>, HostError> {
+        let base = self.resolve(dir);
+        let mut entries = Vec::new();
+        for name in list_names(&base)?
+            .into_iter()
+            .filter(|n| n.starts_with(prefix))
+        {
+            let path = base.join(&name);
+            entries.push(SysEntry {
+                attrs: read_attrs(&path, attrs)?,
+                name,
+            });
+        }
+        Ok(entries)
+    }
+}
+
+fn io_error(path: &Path, source: io::Error) -> HostError {
+    HostError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn is_absent(err: &io::Error) -> bool {
+    const EINVAL: i32 = 22;
+    const ENODATA: i32 = 61;
+    const EACCES: i32 = 13;
+    // EACCES: some attributes (cpuinfo_cur_freq) are root-only; to a user
+    // they are as good as absent.
+    err.kind() == io::ErrorKind::NotFound
+        || matches!(err.raw_os_error(), Some(EINVAL | ENODATA | EACCES))
+}
+
+fn read_attr(path: &Path) -> Result<Option<String>, HostError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).trim().to_owned())),
+        Err(err) if is_absent(&err) => Ok(None),
+        // A directory where a file was expected is a layout this kernel
+        // does not have; treat as absent rather than failing the inventory.
+        Err(err) if err.kind() == io::ErrorKind::IsADirectory => Ok(None),
+        Err(err) => Err(io_error(path, err)),
+    }
+}
+
+fn list_names(dir: &Path) -> Result<Vec<String>, HostError> {
+    let iter = match std::fs::read_dir(dir) {
+        Ok(iter) => iter,
+        Err(err) if is_absent(&err) => return Ok(Vec::new()),
+        Err(err) => return Err(io_error(dir, err)),
+    };
+    let mut names = Vec::new();
+    for entry in iter {
+        let entry = entry.map_err(|e| io_error(dir, e))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort_by(|a, b| natural_cmp(a, b));
+    Ok(names)
+}
+
+fn read_attrs(dir: &Path, wanted: &[&str]) -> Result<BTreeMap<String, String>, HostError> {
+    let mut attrs = BTreeMap::new();
+    let wildcard: Vec<&str> = wanted.iter().filter_map(|w| w.strip_suffix('*')).collect();
+    let names: Vec<String> = if wildcard.is_empty() {
+        wanted.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        let mut names: Vec<String> = wanted
+            .iter()
+            .filter(|w| !w.ends_with('*'))
+            .map(|s| (*s).to_owned())
+            .collect();
+        names.extend(
+            list_names(dir)?
+                .into_iter()
+                .filter(|n| wildcard.iter().any(|p| n.starts_with(p))),
+        );
+        names
+    };
+    for name in names {
+        if let Some(value) = read_attr(&dir.join(&name))? {
+            attrs.insert(name, value);
+        }
+    }
+    Ok(attrs)
+}
+
+/// Orders `thermal_zone10` after `thermal_zone9`, as a person expects.
+fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn split(s: &str) -> (&str, Option<u64>) {
+        let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (head, tail) = s.split_at(s.len() - digits);
+        (head, tail.parse().ok())
+    }
+    split(a).cmp(&split(b)).then_with(|| a.cmp(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_puts_ten_after_nine() {
+        let mut names = vec!["zone10", "zone9", "zone1", "cpu", "zone"];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(names, ["cpu", "zone", "zone1", "zone9", "zone10"]);
+    }
+
+    #[test]
+    fn missing_root_is_an_error_naming_it() {
+        let err = Host::new("/nonexistent/nasd-root").unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/nasd-root"));
+    }
+
+    #[test]
+    fn absent_attributes_and_directories_are_not_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::new(dir.path()).unwrap();
+        assert_eq!(host.read_text("/sys/nothing").unwrap(), None);
+        assert!(host.list_dir("/sys/class/thermal").unwrap().is_empty());
+    }
+
+    #[test]
+    fn sys_entries_reads_named_and_prefixed_attributes() {
+        let dir = tempfile::tempdir().unwrap();
+        let chip = dir.path().join("sys/class/hwmon/hwmon0");
+        std::fs::create_dir_all(&chip).unwrap();
+        std::fs::write(chip.join("name"), "drivetemp\n").unwrap();
+        std::fs::write(chip.join("temp1_input"), "31000\n").unwrap();
+        std::fs::write(chip.join("fan1_input"), "1200\n").unwrap();
+        let host = Host::new(dir.path()).unwrap();
+        let entries = host
+            .sys_entries("/sys/class/hwmon", "hwmon", &["name", "temp*"])
+            .unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].attr("name"), Some("drivetemp"));
+        assert_eq!(entries[0].attr("temp1_input"), Some("31000"));
+        assert_eq!(entries[0].attr("fan1_input"), None);
+    }
+}

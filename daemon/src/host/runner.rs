@@ -1,0 +1,135 @@
+//! The one way the daemon runs external programs (mount, mkfs, smartctl,
+//! testparm, ...): an argument vector, never a shell string; a timeout, so a
+//! hung USB disk cannot hang the daemon; stderr kept for the error message.
+
+use std::ffi::OsStr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("{program} did not finish within {} s and was killed", timeout.as_secs())]
+    Timeout { program: String, timeout: Duration },
+    #[error("{program} failed ({status}): {stderr}")]
+    Failed {
+        program: String,
+        status: String,
+        stderr: String,
+    },
+}
+
+/// What a program that exited successfully printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Runner {
+    timeout: Duration,
+}
+
+impl Default for Runner {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Runner {
+    pub fn with_timeout(timeout: Duration) -> Self {
+        Self { timeout }
+    }
+
+    /// Runs `program args...` and succeeds only on exit status 0.
+    pub async fn run<S: AsRef<OsStr>>(
+        &self,
+        program: &str,
+        args: &[S],
+    ) -> Result<RunOutput, RunError> {
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| RunError::Spawn {
+                program: program.to_owned(),
+                source,
+            })?;
+        let output = tokio::time::timeout(self.timeout, child.wait_with_output())
+            .await
+            .map_err(|_| RunError::Timeout {
+                program: program.to_owned(),
+                timeout: self.timeout,
+            })?
+            .map_err(|source| RunError::Spawn {
+                program: program.to_owned(),
+                source,
+            })?;
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        if output.status.success() {
+            Ok(RunOutput { stdout, stderr })
+        } else {
+            Err(RunError::Failed {
+                program: program.to_owned(),
+                status: output.status.to_string(),
+                stderr,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn captures_stdout_of_a_successful_program() {
+        let out = Runner::default().run("echo", &["a b", "c"]).await.unwrap();
+        // One argument stays one argument: no shell splits it.
+        assert_eq!(out.stdout, "a b c\n");
+    }
+
+    #[tokio::test]
+    async fn failure_carries_stderr_and_status() {
+        let err = Runner::default()
+            .run("ls", &["/nonexistent/nasd-test"])
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("ls failed"), "{text}");
+        assert!(text.contains("nasd-test"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_hung_program_is_killed_at_the_timeout() {
+        let started = std::time::Instant::now();
+        let err = Runner::with_timeout(Duration::from_millis(200))
+            .run("sleep", &["30"])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RunError::Timeout { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_spawn_error() {
+        let err = Runner::default()
+            .run("nasd-no-such-program", &[] as &[&str])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RunError::Spawn { .. }), "{err}");
+    }
+}

@@ -1,0 +1,10 @@
+//! nasd: the NAS firmware service. Data flows one way, observe -> decide ->
+//! apply -> record; see ARCHITECTURE.md for the map.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod host;
+pub mod inventory;
+pub mod store;
+pub mod validate;

@@ -1,0 +1,45 @@
+//! Versioned schema changes, applied in order inside one transaction each.
+//! `PRAGMA user_version` records how far a database has come. Append only:
+//! a released migration is never edited.
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: administrators and their login sessions.
+    "CREATE TABLE users (
+         id            INTEGER PRIMARY KEY,
+         username      TEXT NOT NULL UNIQUE,
+         password_hash TEXT NOT NULL,
+         created_at    INTEGER NOT NULL
+     );
+     CREATE TABLE sessions (
+         token_hash TEXT PRIMARY KEY,
+         user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+         created_at INTEGER NOT NULL,
+         expires_at INTEGER NOT NULL
+     );
+     CREATE INDEX sessions_by_user ON sessions(user_id);",
+];
+
+pub fn latest() -> u32 {
+    MIGRATIONS.len() as u32
+}
+
+pub fn apply(conn: &mut Connection) -> Result<(), StoreError> {
+    let current: u32 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if current > latest() {
+        return Err(StoreError::TooNew {
+            found: current,
+            known: latest(),
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", index as u32 + 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -150,19 +150,29 @@ mod tests {
 
     #[test]
     fn an_unknown_key_is_named() {
-        let err = parse("listen_addr = \"0.0.0.0:80\"\n").unwrap_err().to_string();
+        let err = parse("listen_addr = \"0.0.0.0:80\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("listen_addr"), "{err}");
     }
 
     #[test]
     fn bad_values_name_the_field_and_rule() {
         let err = parse("listen = \"localhost\"\n").unwrap_err().to_string();
-        assert!(err.contains("listen:") && err.contains("address and port"), "{err}");
+        assert!(
+            err.contains("listen:") && err.contains("address and port"),
+            "{err}"
+        );
         let err = parse("sample_interval_secs = 0\n").unwrap_err().to_string();
-        assert!(err.contains("sample_interval_secs: must be 1 to 3600"), "{err}");
+        assert!(
+            err.contains("sample_interval_secs: must be 1 to 3600"),
+            "{err}"
+        );
         let err = parse("data_dir = \"var\"\n").unwrap_err().to_string();
         assert!(err.contains("data_dir: must be an absolute path"), "{err}");
-        let err = parse("sample_interval_secs = \"ten\"\n").unwrap_err().to_string();
+        let err = parse("sample_interval_secs = \"ten\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("sample_interval_secs"), "{err}");
     }
 

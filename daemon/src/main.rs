@@ -15,7 +15,11 @@ use nasd::inventory;
 use nasd::store::Store;
 
 #[derive(Parser)]
-#[command(name = "nasd", version, about = "NAS service for ODROID-HC4 and ODROID-XU4 boards")]
+#[command(
+    name = "nasd",
+    version,
+    about = "NAS service for ODROID-HC4 and ODROID-XU4 boards"
+)]
 struct Cli {
     /// Read /sys, /proc, /dev and /etc under this directory instead of /
     #[arg(long, global = true, value_name = "DIR")]
@@ -103,7 +107,10 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
-    tracing::info!("nasd {} listening on http://{addr}/", env!("CARGO_PKG_VERSION"));
+    tracing::info!(
+        "nasd {} listening on http://{addr}/",
+        env!("CARGO_PKG_VERSION")
+    );
     if let Some(token) = auth.ensure_setup_token()? {
         tracing::warn!(
             "no administrator yet: open http://{addr}/ and enter setup token {token} (also in {})",
@@ -138,19 +145,23 @@ async fn shutdown_signal() {
 /// To the journal when systemd runs us (it sets JOURNAL_STREAM), else to
 /// stderr. NASD_LOG sets the level (error, warn, info, debug, trace).
 fn init_logging() {
+    use std::io::IsTerminal;
     use tracing_subscriber::filter::LevelFilter;
     use tracing_subscriber::prelude::*;
     let level = std::env::var("NASD_LOG")
         .ok()
         .and_then(|l| l.parse::<LevelFilter>().ok())
         .unwrap_or(LevelFilter::INFO);
-    let journald = std::env::var_os("JOURNAL_STREAM")
-        .and_then(|_| tracing_journald::layer().ok());
+    let journald = std::env::var_os("JOURNAL_STREAM").and_then(|_| tracing_journald::layer().ok());
     let registry = tracing_subscriber::registry().with(level);
     match journald {
         Some(layer) => registry.with(layer).init(),
         None => registry
-            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::stderr().is_terminal()),
+            )
             .init(),
     }
 }

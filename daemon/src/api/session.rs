@@ -85,7 +85,11 @@ fn session_cookie(value: &str, max_age_secs: i64, secure: bool) -> HeaderValue {
 }
 
 fn logged_in(headers: &HeaderMap, username: String, session: NewSession) -> Response {
-    let cookie = session_cookie(&session.token, session.max_age_secs, served_over_tls(headers));
+    let cookie = session_cookie(
+        &session.token,
+        session.max_age_secs,
+        served_over_tls(headers),
+    );
     (
         [(header::SET_COOKIE, cookie)],
         Json(SessionInfo { username }),
@@ -134,7 +138,9 @@ pub async fn logout(
     Ok(([(header::SET_COOKIE, expired)], StatusCode::NO_CONTENT).into_response())
 }
 
-pub async fn whoami(axum::Extension(session): axum::Extension<CurrentSession>) -> Json<SessionInfo> {
+pub async fn whoami(
+    axum::Extension(session): axum::Extension<CurrentSession>,
+) -> Json<SessionInfo> {
     Json(SessionInfo {
         username: session.user.username,
     })
@@ -221,7 +227,10 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 
@@ -246,7 +255,10 @@ mod tests {
 
     #[test]
     fn origin_must_match_host() {
-        let same = headers(&[("host", "nas.local:8080"), ("origin", "http://nas.local:8080")]);
+        let same = headers(&[
+            ("host", "nas.local:8080"),
+            ("origin", "http://nas.local:8080"),
+        ]);
         assert!(is_same_origin(&same));
         let foreign = headers(&[("host", "nas.local"), ("origin", "http://evil.example")]);
         assert!(!is_same_origin(&foreign));
@@ -264,6 +276,11 @@ mod tests {
             plain.to_str().unwrap(),
             "nasd_session=abc; Path=/; Max-Age=60; HttpOnly; SameSite=Strict"
         );
-        assert!(session_cookie("abc", 60, true).to_str().unwrap().ends_with("; Secure"));
+        assert!(
+            session_cookie("abc", 60, true)
+                .to_str()
+                .unwrap()
+                .ends_with("; Secure")
+        );
     }
 }

@@ -266,14 +266,18 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
 
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let wrong = rt.block_on(auth.setup("nope", "admin", "correct horse"));
         assert!(matches!(wrong, Err(AuthError::WrongSetupToken)));
         let short = rt.block_on(auth.setup(&token, "admin", "short"));
         assert!(matches!(short, Err(AuthError::Invalid(ref i)) if i.field == "password"));
         assert!(auth.setup_required().unwrap(), "bad input changed nothing");
 
-        let session = rt.block_on(auth.setup(&token, "admin", "correct horse")).unwrap();
+        let session = rt
+            .block_on(auth.setup(&token, "admin", "correct horse"))
+            .unwrap();
         assert!(!path.exists());
         assert_eq!(auth.session(&session.token).unwrap().username, "admin");
         let again = rt.block_on(auth.setup(&token, "eve", "correct horse"));

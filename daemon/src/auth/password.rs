@@ -2,9 +2,9 @@
 //! minimum), run off the async threads because each hash takes a noticeable
 //! slice of a small ARM core.
 
+use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::Argon2;
 
 use super::AuthError;
 

@@ -3,6 +3,7 @@
 //! hung USB disk cannot hang the daemon; stderr kept for the error message.
 
 use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,6 +11,8 @@ use tokio::process::Command;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    #[error("{program} is not installed (not found in PATH)")]
+    NotInstalled { program: String },
     #[error("cannot start {program}: {source}")]
     Spawn {
         program: String,
@@ -56,7 +59,10 @@ impl Runner {
         program: &str,
         args: &[S],
     ) -> Result<RunOutput, RunError> {
-        let child = Command::new(program)
+        let path = find_program(program).ok_or_else(|| RunError::NotInstalled {
+            program: program.to_owned(),
+        })?;
+        let child = Command::new(path)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -89,6 +95,25 @@ impl Runner {
             })
         }
     }
+}
+
+/// Looks the program up before spawning it, so that a missing tool is
+/// reported as such (and the same way under qemu-user, where a failed exec
+/// looks like exit status 127).
+fn find_program(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return executable(&path).then_some(path);
+    }
+    let dirs = std::env::var_os("PATH")?;
+    std::env::split_paths(&dirs)
+        .map(|dir| dir.join(program))
+        .find(|path| executable(path))
 }
 
 #[cfg(test)]
@@ -125,11 +150,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_missing_program_is_a_spawn_error() {
-        let err = Runner::default()
-            .run("nasd-no-such-program", &[] as &[&str])
-            .await
-            .unwrap_err();
-        assert!(matches!(err, RunError::Spawn { .. }), "{err}");
+    async fn a_missing_program_is_reported_as_not_installed() {
+        for program in ["nasd-no-such-program", "/nonexistent/bin/tool"] {
+            let err = Runner::default()
+                .run(program, &[] as &[&str])
+                .await
+                .unwrap_err();
+            assert!(matches!(err, RunError::NotInstalled { .. }), "{err}");
+            assert!(err.to_string().contains("is not installed"), "{err}");
+        }
     }
 }

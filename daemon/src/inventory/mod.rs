@@ -285,7 +285,11 @@ mod tests {
         assert_eq!(cluster.core_type.as_deref(), Some("Cortex-A55"));
         assert_eq!(cluster.governor.as_deref(), Some("schedutil"));
         assert!(cluster.available_governors.iter().any(|g| g == "ondemand"));
-        let types: Vec<_> = info.thermal.iter().filter_map(|z| z.kind.as_deref()).collect();
+        let types: Vec<_> = info
+            .thermal
+            .iter()
+            .filter_map(|z| z.kind.as_deref())
+            .collect();
         assert_eq!(types, ["cpu-thermal", "ddr-thermal"]);
         let drives = info
             .hwmon

@@ -163,7 +163,8 @@ mod tests {
 
     #[test]
     fn meminfo_in_bytes_beyond_32_bits() {
-        let text = "MemTotal:        8388608 kB\nMemFree:          100 kB\nMemAvailable:    6291456 kB\n";
+        let text =
+            "MemTotal:        8388608 kB\nMemFree:          100 kB\nMemAvailable:    6291456 kB\n";
         let mem = meminfo(text).unwrap();
         assert_eq!(mem.total_bytes, 8 << 30);
         assert_eq!(mem.available_bytes, 6 << 30);
@@ -217,7 +218,8 @@ mod tests {
 
     #[test]
     fn core_types_of_a_pc_use_the_model_name() {
-        let text = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU\n";
+        let text =
+            "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU\n";
         assert_eq!(core_types(text)[&0], "Intel(R) Xeon(R) CPU");
     }
 

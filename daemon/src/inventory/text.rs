@@ -64,7 +64,9 @@ pub fn render_text(info: &SystemInfo) -> String {
         );
     }
     for z in &info.thermal {
-        let temp = z.celsius.map_or_else(|| "?".to_owned(), |t| format!("{t:.1}"));
+        let temp = z
+            .celsius
+            .map_or_else(|| "?".to_owned(), |t| format!("{t:.1}"));
         let _ = writeln!(
             out,
             "thermal:  {} {} {} °C",
@@ -79,7 +81,10 @@ pub fn render_text(info: &SystemInfo) -> String {
             "sensor:   {} {}{} {:.1} °C",
             or_unknown(s.name.as_deref()),
             s.sensor,
-            s.label.as_deref().map(|l| format!(" ({l})")).unwrap_or_default(),
+            s.label
+                .as_deref()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default(),
             s.celsius
         );
     }

@@ -75,7 +75,9 @@ impl Store {
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite itself consistent
         // (the transaction rolls back), so the poisoned guard is still usable.
-        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -119,6 +121,9 @@ mod tests {
         conn.pragma_update(None, "user_version", 999).unwrap();
         drop(conn);
         let err = Store::open(dir.path()).err().unwrap();
-        assert!(matches!(err, StoreError::TooNew { found: 999, .. }), "{err}");
+        assert!(
+            matches!(err, StoreError::TooNew { found: 999, .. }),
+            "{err}"
+        );
     }
 }

@@ -1,0 +1,62 @@
+# The verbs of the project. `make run` and `make test` are the two set-up
+# commands; the others are their parts.
+
+CARGO       ?= cargo
+LISTEN      ?= 127.0.0.1:8080
+DATA_DIR    ?= $(CURDIR)/var
+ARM_TARGETS := aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf
+# Stripped release binaries must fit comfortably on a board: 8 MB at most.
+MAX_BINARY_BYTES := 8000000
+
+.PHONY: run build test deps lint test-host test-unit-file test-cross cross
+
+## Build and start the daemon on this machine with its database in ./var.
+run: build
+	@echo "nasd: starting on http://$(LISTEN)/ (data in $(DATA_DIR); first start: setup token in $(DATA_DIR)/setup-token)"
+	./target/debug/nasd --config etc/nasd.toml serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+build:
+	$(CARGO) build --locked
+
+## Everything: installs what is missing, then lint, unit and system tests,
+## the systemd unit check, and the unit tests for both boards under qemu-user.
+test: deps lint test-host test-unit-file test-cross cross
+
+deps:
+	bash tests/install-deps.sh
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+## Unit tests, fixture-tree tests and the API over a real socket.
+test-host:
+	$(CARGO) test --locked
+
+## systemd-analyze prints a warning (and still exits 0) for a bad key, so
+## any output at all fails the check.
+test-unit-file: build
+	@unit=$$(mktemp -d)/nasd.service; \
+	sed "s#^ExecStart=/usr/bin/nasd#ExecStart=$(CURDIR)/target/debug/nasd#" etc/nasd.service > $$unit; \
+	out=$$(systemd-analyze verify $$unit 2>&1); \
+	if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; echo "etc/nasd.service: verified"
+
+## Unit tests (including the fixture-tree inventory tests) for the boards'
+## architectures, run under qemu-user (.cargo/config.toml sets the runners).
+test-cross:
+	for t in $(ARM_TARGETS); do $(CARGO) test --locked --lib --target $$t || exit 1; done
+
+## Release binaries for the HC4 (aarch64) and the XU4 (armv7), size-checked,
+## then each run under qemu-user against its own board's fixture tree.
+cross:
+	for t in $(ARM_TARGETS); do $(CARGO) build --locked --release --target $$t || exit 1; done
+	@for t in $(ARM_TARGETS); do \
+	  size=$$(stat -c %s target/$$t/release/nasd); \
+	  echo "target/$$t/release/nasd: $$size bytes"; \
+	  [ $$size -le $(MAX_BINARY_BYTES) ] || { echo "larger than $(MAX_BINARY_BYTES) bytes"; exit 1; }; \
+	done
+	qemu-aarch64-static -L /usr/aarch64-linux-gnu target/aarch64-unknown-linux-gnu/release/nasd \
+	  --config /dev/null --root tests/fixtures/odroid-hc4 status | grep -q 'policy0 cpus 0,1,2,3 Cortex-A55'
+	qemu-arm-static -L /usr/arm-linux-gnueabihf target/armv7-unknown-linux-gnueabihf/release/nasd \
+	  --config /dev/null --root tests/fixtures/odroid-xu4 status | grep -q 'policy4 cpus 4,5,6,7 Cortex-A15'
+	@echo "cross: both binaries report their board's clusters under qemu-user"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what `make test` and `make cross` need on a fresh Debian 12
+# machine, and nothing that is already there. Run as root (CI is root).
+set -euo pipefail
+
+apt_packages=(
+  gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf        # cross linkers (HC4, XU4)
+  libc6-dev-arm64-cross libc6-dev-armhf-cross          # their sysroots, also for qemu-user -L
+  qemu-user-static                                     # runs the ARM test binaries
+  systemd                                              # systemd-analyze verifies the unit
+)
+rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)
+rust_components=(rustfmt clippy)
+
+missing=()
+for pkg in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: apt packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+installed_targets=$(rustup target list --installed)
+for target in "${rust_targets[@]}"; do
+  grep -qx "$target" <<<"$installed_targets" || rustup target add "$target"
+done
+installed_components=$(rustup component list --installed)
+for component in "${rust_components[@]}"; do
+  grep -q "^$component" <<<"$installed_components" || rustup component add "$component"
+done

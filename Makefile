@@ -8,7 +8,7 @@ ARM_TARGETS := aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf
 # Stripped release binaries must fit comfortably on a board: 8 MB at most.
 MAX_BINARY_BYTES := 8000000
 
-.PHONY: run build test deps lint test-host test-unit-file test-cross cross
+.PHONY: run build test deps lint test-host test-unit-file test-browser test-cross cross
 
 ## Build and start the daemon on this machine with its database in ./var.
 run: build
@@ -19,8 +19,9 @@ build:
 	$(CARGO) build --locked
 
 ## Everything: installs what is missing, then lint, unit and system tests,
-## the systemd unit check, and the unit tests for both boards under qemu-user.
-test: deps lint test-host test-unit-file test-cross cross
+## the systemd unit check, the UI in headless Chromium, the unit tests for
+## both boards under qemu-user, and the size-checked release cross builds.
+test: deps lint test-host test-unit-file test-browser test-cross cross
 
 deps:
 	bash tests/install-deps.sh
@@ -40,6 +41,10 @@ test-unit-file: build
 	sed "s#^ExecStart=/usr/bin/nasd#ExecStart=$(CURDIR)/target/debug/nasd#" etc/nasd.service > $$unit; \
 	out=$$(systemd-analyze verify $$unit 2>&1); \
 	if [ -n "$$out" ]; then echo "$$out"; exit 1; fi; echo "etc/nasd.service: verified"
+
+## The web UI in Debian's headless Chromium, driven by playwright-core.
+test-browser: build
+	cd tests/browser && node --test
 
 ## Unit tests (including the fixture-tree inventory tests) for the boards'
 ## architectures, run under qemu-user (.cargo/config.toml sets the runners).

@@ -8,11 +8,15 @@ apt_packages=(
   libc6-dev-arm64-cross libc6-dev-armhf-cross          # their sysroots, also for qemu-user -L
   qemu-user-static                                     # runs the ARM test binaries
   systemd                                              # systemd-analyze verifies the unit
+  chromium                                             # browser tests of the web UI
 )
 rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)
 rust_components=(rustfmt clippy)
 
 missing=()
+# Node.js may come from elsewhere with npm bundled; Debian's npm package
+# would conflict with that, so only a machine without npm gets Debian's.
+command -v npm >/dev/null || missing+=(nodejs npm)
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
@@ -31,3 +35,6 @@ installed_components=$(rustup component list --installed)
 for component in "${rust_components[@]}"; do
   grep -q "^$component" <<<"$installed_components" || rustup component add "$component"
 done
+
+# The browser tests' driver, at the version package-lock.json pins.
+(cd "$(dirname "$0")/browser" && npm ci --no-audit --no-fund --loglevel=error)

@@ -53,7 +53,7 @@ function renderStatus(info) {
     ["Architecture", info.arch],
     ["Kernel", info.kernel],
     ["Uptime", info.uptime_secs === null ? null : duration(info.uptime_secs)],
-    ["Load", info.load ? `${info.load.one} ${info.load.five} ${info.load.fifteen}` : null],
+    ["Load", info.load ? [info.load.one, info.load.five, info.load.fifteen].map((l) => l.toFixed(2)).join(" ") : null],
     ["Memory", info.memory ? `${gib(info.memory.available_bytes)} available of ${gib(info.memory.total_bytes)}` : null],
   ];
   $("#summary").replaceChildren(...summary.flatMap(([k, v]) => [text("dt", k), text("dd", v)]));

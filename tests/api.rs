@@ -337,6 +337,34 @@ fn login_refuses_wrong_passwords_and_unknown_users_alike() {
 }
 
 #[test]
+fn repeated_failed_logins_are_throttled_even_for_the_right_password() {
+    let d = Daemon::start();
+    d.set_up();
+    for attempt in 1..=5 {
+        assert_eq!(d.login("guess guess").status, 401, "attempt {attempt}");
+    }
+    let url = format!("{}/login", d.base);
+    let resp = d
+        .agent
+        .post(&url)
+        .send_json(json!({"username": "admin", "password": PASSWORD}))
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 429);
+    let retry: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry), "{retry}");
+    std::thread::sleep(Duration::from_secs(retry));
+    assert_eq!(
+        d.login(PASSWORD).status,
+        200,
+        "after the wait the right password works"
+    );
+}
+
+#[test]
 fn a_foreign_origin_is_refused_even_with_good_credentials() {
     let d = Daemon::start();
     let session = d.set_up();

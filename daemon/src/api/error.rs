@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -16,6 +16,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub field: Option<String>,
+    /// Sent as `Retry-After` with 429 and 503.
+    pub retry_after_secs: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -31,6 +33,7 @@ impl ApiError {
             status,
             message: message.into(),
             field: None,
+            retry_after_secs: None,
         }
     }
 
@@ -41,7 +44,7 @@ impl ApiError {
 
     /// A fault of ours or of the machine: logged in full, reported briefly,
     /// so file paths and SQL do not leak to the browser.
-    fn internal(err: &dyn std::error::Error) -> Self {
+    pub fn internal(err: &dyn std::error::Error) -> Self {
         tracing::error!("internal error: {err}");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -56,7 +59,13 @@ impl IntoResponse for ApiError {
             error: &self.message,
             field: self.field.as_deref(),
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after_secs {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
     }
 }
 
@@ -73,6 +82,11 @@ impl From<AuthError> for ApiError {
             AuthError::WrongCurrentPassword => {
                 return Self::new(StatusCode::FORBIDDEN, err.to_string())
                     .with_field("current_password");
+            }
+            AuthError::TooManyAttempts { retry_after_secs } => {
+                let mut api = Self::new(StatusCode::TOO_MANY_REQUESTS, err.to_string());
+                api.retry_after_secs = Some(*retry_after_secs);
+                return api;
             }
             AuthError::AlreadySetUp => StatusCode::CONFLICT,
             AuthError::BadCredentials | AuthError::NoSession => StatusCode::UNAUTHORIZED,

@@ -47,12 +47,7 @@ async fn system(State(state): State<AppState>) -> Result<Json<SystemInfo>, ApiEr
     // sysfs reads are quick but blocking; keep them off the async threads.
     let info = tokio::task::spawn_blocking(move || inventory::collect(&host))
         .await
-        .map_err(|err| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                err.to_string(),
-            )
-        })??;
+        .map_err(|err| ApiError::internal(&err))??;
     Ok(Json(info))
 }
 
@@ -89,7 +84,9 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    // The client address feeds the login throttle.
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }

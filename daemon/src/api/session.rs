@@ -2,9 +2,11 @@
 //! passes: the same-origin check for anything that changes state, and the
 //! session check for everything but health, setup and login.
 
+use std::net::SocketAddr;
+
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -113,15 +115,20 @@ pub async fn setup(
 
 pub async fn login(
     State(state): State<AppState>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Result<Json<LoginRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
-    match state.auth.login(&req.username, &req.password).await {
+    match state
+        .auth
+        .login(client.ip(), &req.username, &req.password)
+        .await
+    {
         Ok(session) => Ok(logged_in(&headers, req.username, session)),
         Err(err) => {
             if matches!(err, AuthError::BadCredentials) {
-                tracing::warn!(username = %req.username, "failed login");
+                tracing::warn!(username = %req.username, %client, "failed login");
             }
             Err(err.into())
         }

@@ -7,13 +7,15 @@
 //! hashes in the store.
 
 mod password;
+mod throttle;
 mod token;
 
 use std::io::Write;
+use std::net::IpAddr;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::store::{SessionUser, Store, StoreError};
 use crate::validate::{Invalid, required};
@@ -33,6 +35,8 @@ pub enum AuthError {
     AlreadySetUp,
     #[error("wrong username or password")]
     BadCredentials,
+    #[error("too many failed logins from this address; try again in {retry_after_secs} s")]
+    TooManyAttempts { retry_after_secs: u64 },
     #[error("current password is wrong")]
     WrongCurrentPassword,
     #[error("not logged in")]
@@ -58,6 +62,7 @@ pub struct NewSession {
 pub struct Auth {
     store: Arc<Store>,
     token_path: PathBuf,
+    throttle: throttle::LoginThrottle,
 }
 
 fn now() -> i64 {
@@ -95,6 +100,7 @@ impl Auth {
         Self {
             store,
             token_path: data_dir.join(SETUP_TOKEN_FILE),
+            throttle: throttle::LoginThrottle::default(),
         }
     }
 
@@ -174,9 +180,20 @@ impl Auth {
         self.start_session(user_id)
     }
 
-    pub async fn login(&self, username: &str, password: &str) -> Result<NewSession, AuthError> {
+    /// Logs in `username` from `client`, whose failed attempts are throttled.
+    pub async fn login(
+        &self,
+        client: IpAddr,
+        username: &str,
+        password: &str,
+    ) -> Result<NewSession, AuthError> {
         required("username", username)?;
         required("password", password)?;
+        if let Err(wait) = self.throttle.check(client, Instant::now()) {
+            return Err(AuthError::TooManyAttempts {
+                retry_after_secs: wait.as_secs().max(1),
+            });
+        }
         let user = self.store.find_user(username)?;
         // An unknown user costs the same hash as a known one, so timing does
         // not tell which usernames exist.
@@ -185,8 +202,14 @@ impl Auth {
             .map_or_else(password::dummy_hash, |u| u.password_hash.clone());
         let ok = password::verify(password.to_owned(), stored).await?;
         match user {
-            Some(user) if ok => self.start_session(user.id),
-            _ => Err(AuthError::BadCredentials),
+            Some(user) if ok => {
+                self.throttle.succeeded(client);
+                self.start_session(user.id)
+            }
+            _ => {
+                self.throttle.failed(client, Instant::now());
+                Err(AuthError::BadCredentials)
+            }
         }
     }
 

@@ -1,0 +1,116 @@
+//! Slows password guessing from one address: a few free tries, then each
+//! further failure doubles the wait before the next attempt, up to a cap.
+//! Keyed by client address rather than username, so nobody can lock the
+//! administrator out by failing on purpose from elsewhere.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const FREE_FAILURES: u32 = 5;
+const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
+/// Entries idle this long are forgotten, so the map cannot grow without bound.
+const FORGET_AFTER: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    last: Instant,
+}
+
+#[derive(Debug, Default)]
+pub struct LoginThrottle {
+    failures: Mutex<HashMap<IpAddr, Failures>>,
+}
+
+fn wait_after(count: u32) -> Duration {
+    if count < FREE_FAILURES {
+        return Duration::ZERO;
+    }
+    let doublings = (count - FREE_FAILURES).min(16);
+    Duration::from_secs(1u64 << doublings).min(MAX_WAIT)
+}
+
+impl LoginThrottle {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Failures>> {
+        self.failures
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `Err(wait)` when `ip` must wait before trying again.
+    pub fn check(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
+        let Some(f) = self.lock().get(&ip).copied() else {
+            return Ok(());
+        };
+        let ready_at = f.last + wait_after(f.count);
+        if now < ready_at {
+            Err(ready_at - now)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn failed(&self, ip: IpAddr, now: Instant) {
+        let mut map = self.lock();
+        map.retain(|_, f| now.saturating_duration_since(f.last) < FORGET_AFTER);
+        let entry = map.entry(ip).or_insert(Failures {
+            count: 0,
+            last: now,
+        });
+        entry.count = entry.count.saturating_add(1);
+        entry.last = now;
+    }
+
+    pub fn succeeded(&self, ip: IpAddr) {
+        self.lock().remove(&ip);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ATTACKER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+    const ADMIN: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 2));
+
+    #[test]
+    fn free_tries_then_doubling_waits_for_that_address_only() {
+        let throttle = LoginThrottle::default();
+        let t0 = Instant::now();
+        for _ in 0..FREE_FAILURES - 1 {
+            throttle.failed(ATTACKER, t0);
+            assert_eq!(throttle.check(ATTACKER, t0), Ok(()));
+        }
+        throttle.failed(ATTACKER, t0);
+        assert_eq!(throttle.check(ATTACKER, t0), Err(Duration::from_secs(1)));
+        assert_eq!(throttle.check(ADMIN, t0), Ok(()));
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(throttle.check(ATTACKER, t1), Ok(()));
+        throttle.failed(ATTACKER, t1);
+        assert_eq!(throttle.check(ATTACKER, t1), Err(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn waits_are_capped_and_success_forgives() {
+        assert_eq!(wait_after(1000), MAX_WAIT);
+        let throttle = LoginThrottle::default();
+        let now = Instant::now();
+        for _ in 0..50 {
+            throttle.failed(ATTACKER, now);
+        }
+        assert_eq!(throttle.check(ATTACKER, now), Err(MAX_WAIT));
+        throttle.succeeded(ATTACKER);
+        assert_eq!(throttle.check(ATTACKER, now), Ok(()));
+    }
+
+    #[test]
+    fn idle_entries_are_forgotten() {
+        let throttle = LoginThrottle::default();
+        let t0 = Instant::now();
+        throttle.failed(ATTACKER, t0);
+        throttle.failed(ADMIN, t0 + FORGET_AFTER);
+        assert_eq!(throttle.lock().len(), 1);
+    }
+}

@@ -153,3 +153,79 @@ fn a_bad_listen_flag_names_the_flag() {
         "{err}"
     );
 }
+
+fn disks_json(tree: &str) -> Value {
+    let root = fixture(tree);
+    let out = nasd(&["--root", root.to_str().unwrap(), "disks", "list", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn disk<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap_or_else(|| panic!("{name} listed"))
+}
+
+#[test]
+fn xu4_usb_disks_show_link_speed_and_the_usb2_fallback() {
+    let list = disks_json("odroid-xu4");
+    let sda = disk(&list, "sda");
+    assert_eq!(sda["transport"], "usb");
+    assert_eq!(sda["usb_speed_mbps"], 5000);
+    assert_eq!(sda["usb_degraded"], false);
+    assert_eq!(sda["size_bytes"], 3_907_029_168u64 * 512);
+    assert_eq!(sda["serial"], "WD-WX12A3456789");
+    assert_eq!(sda["fs"]["type"], "ntfs");
+    let sdb = disk(&list, "sdb");
+    assert_eq!(sdb["usb_speed_mbps"], 480);
+    assert_eq!(sdb["usb_degraded"], true, "a USB 3 bridge at USB 2 speed");
+    assert_eq!(sdb["partitions"][0]["mountpoint"], "/srv/backup");
+    assert_eq!(sdb["partitions"][0]["fs"]["label"], "backup");
+    let sd_card = disk(&list, "mmcblk0");
+    assert_eq!(sd_card["system"], true);
+    assert_eq!(sd_card["transport"], "mmc");
+    assert_eq!(sda["system"], false);
+
+    let root = fixture("odroid-xu4");
+    let text = nasd(&["--root", root.to_str().unwrap(), "disks", "list"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("480 Mbit/s, USB 3 DISK AT USB 2 SPEED"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hc4_shows_two_sata_disks() {
+    let list = disks_json("odroid-hc4");
+    let sata: Vec<&Value> = list["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["transport"] == "sata")
+        .collect();
+    assert_eq!(sata.len(), 2);
+    assert_eq!(sata[0]["serial"], "ZDH1A1B2");
+    assert_eq!(sata[1]["wwn"], "0x5000c500c1d4e5f6");
+    assert_eq!(sata[1]["partitions"][0]["fs"]["type"], "xfs");
+    assert!(
+        sata.iter()
+            .all(|d| d["usb_speed_mbps"].is_null() && d["rotational"] == true)
+    );
+    assert_eq!(disk(&list, "mmcblk0")["system"], true);
+}
+
+#[test]
+fn bare_vm_system_disk_is_marked() {
+    let list = disks_json("bare-vm");
+    assert_eq!(disk(&list, "vda")["system"], true);
+    assert_eq!(disk(&list, "vda")["transport"], "virtio");
+}

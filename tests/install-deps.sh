@@ -9,6 +9,9 @@ apt_packages=(
   qemu-user-static                                     # runs the ARM test binaries
   systemd                                              # systemd-analyze verifies the unit
   chromium                                             # browser tests of the web UI
+  util-linux fdisk psmisc                              # losetup, blkid, wipefs, mount; sfdisk
+  e2fsprogs xfsprogs btrfs-progs ntfs-3g exfatprogs dosfstools  # mkfs.* and ntfs-3g over FUSE
+  smartmontools hdparm                                 # SMART, spindown
 )
 rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)
 rust_components=(rustfmt clippy)

@@ -29,6 +29,10 @@ pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub root: PathBuf,
+    /// `/etc` when it is not `<root>/etc` (tests write fstab elsewhere).
+    pub etc_dir: Option<PathBuf>,
+    /// Data disks are mounted at `<mount_base>/<label or uuid>`.
+    pub mount_base: PathBuf,
     pub sample_interval: Duration,
 }
 
@@ -38,6 +42,8 @@ impl Default for Config {
             listen: SocketAddr::from(([0, 0, 0, 0], 80)),
             data_dir: PathBuf::from("/var/lib/nasd"),
             root: PathBuf::from("/"),
+            etc_dir: None,
+            mount_base: PathBuf::from("/srv"),
             sample_interval: Duration::from_secs(10),
         }
     }
@@ -50,6 +56,8 @@ struct ConfigFile {
     listen: Option<String>,
     data_dir: Option<PathBuf>,
     root: Option<PathBuf>,
+    etc_dir: Option<PathBuf>,
+    mount_base: Option<PathBuf>,
     sample_interval_secs: Option<u64>,
 }
 
@@ -84,6 +92,12 @@ impl Config {
         }
         if let Some(root) = file.root {
             config.root = absolute("root", root).map_err(invalid)?;
+        }
+        if let Some(dir) = file.etc_dir {
+            config.etc_dir = Some(absolute("etc_dir", dir).map_err(invalid)?);
+        }
+        if let Some(dir) = file.mount_base {
+            config.mount_base = absolute("mount_base", dir).map_err(invalid)?;
         }
         if let Some(secs) = file.sample_interval_secs {
             if !SAMPLE_RANGE_SECS.contains(&secs) {
@@ -138,6 +152,11 @@ mod tests {
         let config = parse(text).unwrap();
         assert_eq!(config.data_dir, Path::new("/var/lib/nasd"));
         assert_eq!(config.root, Path::new("/"));
+        assert_eq!(
+            config,
+            Config::default(),
+            "the shipped file states the defaults"
+        );
     }
 
     #[test]

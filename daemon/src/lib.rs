@@ -4,6 +4,7 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod disks;
 pub mod host;
 pub mod inventory;
 pub mod store;

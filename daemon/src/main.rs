@@ -10,6 +10,9 @@ use clap::{Parser, Subcommand};
 use nasd::api::{self, AppState};
 use nasd::auth::Auth;
 use nasd::config::{self, Config};
+use nasd::disks::power::PowerSettings;
+use nasd::disks::{Disks, FormatRequest, MountRequest, hotplug, text};
+use nasd::host::runner::Runner;
 use nasd::host::{self, Host};
 use nasd::inventory;
 use nasd::store::Store;
@@ -27,6 +30,9 @@ struct Cli {
     /// Configuration file [default: /etc/nasd/nasd.toml, if present]
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Read and write fstab and other /etc files here instead of <root>/etc
+    #[arg(long, global = true, value_name = "DIR")]
+    etc_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -47,6 +53,67 @@ enum Command {
         /// Print JSON (the same document as GET /api/v1/system)
         #[arg(long)]
         json: bool,
+    },
+    /// Disks: list, SMART, format, mount, unmount, spindown
+    Disks {
+        #[command(subcommand)]
+        verb: DisksVerb,
+    },
+}
+
+#[derive(Subcommand)]
+enum DisksVerb {
+    /// Disks, partitions, filesystems and mounts
+    List {
+        /// Print JSON (the same document as GET /api/v1/disks)
+        #[arg(long)]
+        json: bool,
+    },
+    /// SMART health (a sleeping disk is not woken)
+    Smart {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Erase a disk or partition and make a filesystem on it
+    Format {
+        name: String,
+        /// ext4, xfs, btrfs, ntfs, exfat or vfat
+        #[arg(long)]
+        fs: String,
+        #[arg(long)]
+        label: String,
+        /// The disk's serial (a loop device's backing file): required when
+        /// it carries data
+        #[arg(long)]
+        confirm: Option<String>,
+    },
+    /// Mount with nasd's options and add it to fstab
+    Mount {
+        name: String,
+        /// Extra mount options, comma-separated (checked against an allow-list)
+        #[arg(long, value_delimiter = ',')]
+        options: Vec<String>,
+        /// Only show the options and their reasons
+        #[arg(long)]
+        preview: bool,
+    },
+    /// Unmount and remove from fstab
+    Unmount {
+        name: String,
+        /// Unmount even while processes use it (lazy unmount)
+        #[arg(long)]
+        force: bool,
+    },
+    /// Spindown time and APM level of a hard disk, kept across reboots
+    Power {
+        name: String,
+        /// 0 (never), 1-20, or 30-330 in steps of 30
+        #[arg(long)]
+        spindown_minutes: Option<u32>,
+        /// 1-255 (255: off)
+        #[arg(long)]
+        apm: Option<u8>,
     },
 }
 
@@ -71,7 +138,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(root) = cli.root {
         config.root = root;
     }
-    let host = Host::new(&config.root)?;
+    if let Some(etc) = cli.etc_dir {
+        config.etc_dir = Some(etc);
+    }
+    let mut host = Host::new(&config.root)?;
+    if let Some(etc) = &config.etc_dir {
+        host = host.with_etc_dir(etc);
+    }
     match cli.command {
         Command::Status { json } => {
             let info = inventory::collect(&host)?;
@@ -89,20 +162,116 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(dir) = data_dir {
                 config.data_dir = dir;
             }
-            tokio::runtime::Builder::new_multi_thread()
-                // Two workers are plenty for an admin UI and keep memory low
-                // on a 2 GB board; blocking work has its own pool.
-                .worker_threads(2)
-                .enable_all()
-                .build()?
-                .block_on(serve(config, host))
+            runtime()?.block_on(serve(config, host))
         }
+        Command::Disks { verb } => runtime()?.block_on(disks_verb(config, host, verb)),
     }
 }
 
-async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        // Two workers are plenty for an admin UI and keep memory low on a
+        // 2 GB board; blocking work has its own pool.
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+fn open_disks(config: &Config, host: &Host) -> anyhow::Result<(Arc<Store>, Arc<Disks>)> {
     let store = Arc::new(Store::open(&config.data_dir)?);
+    let disks = Arc::new(Disks::new(
+        host.clone(),
+        Runner::default(),
+        store.clone(),
+        config.mount_base.clone(),
+    ));
+    Ok((store, disks))
+}
+
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+async fn disks_verb(config: Config, host: Host, verb: DisksVerb) -> anyhow::Result<()> {
+    let (_store, disks) = open_disks(&config, &host)?;
+    match verb {
+        DisksVerb::List { json: true } => print_json(&disks.list().await?)?,
+        DisksVerb::List { json: false } => print!("{}", text::render_list(&disks.list().await?)),
+        DisksVerb::Smart { name, json } => {
+            let report = disks.smart(&name).await?;
+            if json {
+                print_json(&report)?;
+            } else {
+                print!("{}", text::render_smart(&report));
+            }
+        }
+        DisksVerb::Format {
+            name,
+            fs,
+            label,
+            confirm,
+        } => {
+            let volume = disks
+                .format(&name, &FormatRequest { fs, label, confirm })
+                .await?;
+            print_json(&volume)?;
+        }
+        DisksVerb::Mount {
+            name,
+            options,
+            preview,
+        } => {
+            let req = MountRequest { options };
+            let outcome = if preview {
+                disks.mount_preview(&name, &req).await?
+            } else {
+                disks.mount(&name, &req).await?
+            };
+            for option in &outcome.plan.options {
+                println!("{:<32} {}", option.option, option.reason);
+            }
+            for note in &outcome.plan.notes {
+                println!("note: {note}");
+            }
+            let verb = match (preview, outcome.changed) {
+                (true, _) => "would mount at",
+                (false, true) => "mounted at",
+                (false, false) => "already mounted at",
+            };
+            println!("{verb} {}", outcome.mountpoint);
+        }
+        DisksVerb::Unmount { name, force } => {
+            let changed = disks.unmount(&name, force).await?;
+            println!("{}", if changed { "unmounted" } else { "not mounted" });
+        }
+        DisksVerb::Power {
+            name,
+            spindown_minutes,
+            apm,
+        } => {
+            disks
+                .set_power(
+                    &name,
+                    &PowerSettings {
+                        spindown_minutes,
+                        apm,
+                    },
+                )
+                .await?;
+            println!("applied and saved");
+        }
+    }
+    Ok(())
+}
+
+async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
+    let (store, disks) = open_disks(&config, &host)?;
     let auth = Arc::new(Auth::new(store, &config.data_dir));
+    if let Err(err) = disks.reapply_power(None).await {
+        tracing::warn!("disk power settings not applied at start: {err}");
+    }
+    tokio::spawn(hotplug::watch(disks.clone()));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -121,7 +290,7 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
     if let Err(err) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
         tracing::warn!("sd_notify: {err}");
     }
-    api::serve(listener, AppState { auth, host }, shutdown_signal()).await?;
+    api::serve(listener, AppState { auth, disks, host }, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
 }

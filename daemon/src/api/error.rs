@@ -9,7 +9,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::disks::DiskError;
 use crate::host::HostError;
+use crate::host::runner::RunError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -93,6 +95,32 @@ impl From<AuthError> for ApiError {
             AuthError::TokenFile { .. } | AuthError::Hashing(_) | AuthError::Store(_) => {
                 return Self::internal(&err);
             }
+        };
+        Self::new(status, err.to_string())
+    }
+}
+
+impl From<DiskError> for ApiError {
+    fn from(err: DiskError) -> Self {
+        let status = match &err {
+            DiskError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            DiskError::NeedsConfirmation { .. } => {
+                return Self::new(StatusCode::CONFLICT, err.to_string()).with_field("confirm");
+            }
+            DiskError::NotFound(_) => StatusCode::NOT_FOUND,
+            DiskError::System(_) => StatusCode::FORBIDDEN,
+            DiskError::Mounted { .. } | DiskError::NoFilesystem(_) | DiskError::Busy { .. } => {
+                StatusCode::CONFLICT
+            }
+            DiskError::NotSupported(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            DiskError::Run(RunError::NotInstalled { .. }) => StatusCode::NOT_IMPLEMENTED,
+            DiskError::Run(RunError::Timeout { .. }) => StatusCode::GATEWAY_TIMEOUT,
+            // A tool's own words (mount, mkfs) tell the user what went wrong.
+            DiskError::Run(_) | DiskError::Verify(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            DiskError::Host(_) | DiskError::Store(_) => return Self::internal(&err),
         };
         Self::new(status, err.to_string())
     }

@@ -2,6 +2,7 @@
 //! read the request, call the domain, map errors once (see [`error`]).
 
 mod assets;
+mod disks;
 pub mod error;
 mod session;
 
@@ -10,11 +11,12 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, post, put};
 use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::auth::Auth;
+use crate::disks::Disks;
 use crate::host::Host;
 use crate::inventory::{self, SystemInfo};
 use error::ApiError;
@@ -24,6 +26,7 @@ pub use session::COOKIE_NAME;
 #[derive(Clone)]
 pub struct AppState {
     pub auth: Arc<Auth>,
+    pub disks: Arc<Disks>,
     pub host: Host,
 }
 
@@ -67,6 +70,17 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/session", get(session::whoami))
         .route("/api/v1/logout", post(session::logout))
         .route("/api/v1/password", post(session::change_password))
+        .route("/api/v1/disks", get(disks::list))
+        .route("/api/v1/disks/{name}", get(disks::show))
+        .route("/api/v1/disks/{name}/smart", get(disks::smart))
+        .route("/api/v1/disks/{name}/format", post(disks::format))
+        .route(
+            "/api/v1/disks/{name}/mount/preview",
+            post(disks::mount_preview),
+        )
+        .route("/api/v1/disks/{name}/mount", post(disks::mount))
+        .route("/api/v1/disks/{name}/unmount", post(disks::unmount))
+        .route("/api/v1/disks/{name}/power", put(disks::power))
         .route("/api/v1/{*rest}", any(unknown_api))
         .route_layer(from_fn_with_state(state.clone(), session::require_session));
     Router::new()

@@ -6,6 +6,7 @@
 //! [`runner::Runner`]. Nothing outside this module names a system path or
 //! spawns a process.
 
+pub mod block;
 pub mod kernel;
 pub mod runner;
 
@@ -30,6 +31,9 @@ pub enum HostError {
 #[derive(Debug, Clone)]
 pub struct Host {
     root: PathBuf,
+    /// `/etc`, apart from the root so that tests can write fstab and
+    /// smb.conf into a temporary directory while using the real /dev.
+    etc: PathBuf,
 }
 
 /// One entry of a sysfs class or device directory: its name and the text of
@@ -52,7 +56,59 @@ impl Host {
         if !root.is_dir() {
             return Err(HostError::RootMissing(root));
         }
-        Ok(Self { root })
+        // Absolute, so that resolved sysfs links can be related to it.
+        let root = root.canonicalize().map_err(|err| io_error(&root, err))?;
+        Ok(Self {
+            etc: root.join("etc"),
+            root,
+        })
+    }
+
+    /// Reads and writes `/etc` files under `etc` instead of `<root>/etc`.
+    pub fn with_etc_dir(mut self, etc: impl Into<PathBuf>) -> Self {
+        self.etc = etc.into();
+        self
+    }
+
+    /// The path of a file in `/etc`, such as `fstab`.
+    pub fn etc_path(&self, name: &str) -> PathBuf {
+        self.etc.join(name)
+    }
+
+    pub fn read_etc(&self, name: &str) -> Result<Option<String>, HostError> {
+        let path = self.etc_path(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(io_error(&path, err)),
+        }
+    }
+
+    /// Replaces an `/etc` file so that a crash leaves either the old or the
+    /// new file, never half of one: write a temporary file beside it, fsync,
+    /// keep the old one as `<name>.nasd-previous`, rename, fsync the folder.
+    pub fn write_etc_atomic(&self, name: &str, contents: &str) -> Result<(), HostError> {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let target = self.etc_path(name);
+        let dir = target.parent().unwrap_or(&self.etc).to_path_buf();
+        let temp = dir.join(format!(".{name}.nasd-tmp"));
+        let mode = std::fs::metadata(&target).map_or(0o644, |m| m.permissions().mode());
+        let write = || -> io::Result<()> {
+            let mut file = std::fs::File::create(&temp)?;
+            file.write_all(contents.as_bytes())?;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            file.sync_all()?;
+            if target.exists() {
+                std::fs::copy(&target, dir.join(format!("{name}.nasd-previous")))?;
+            }
+            std::fs::rename(&temp, &target)?;
+            std::fs::File::open(&dir)?.sync_all()
+        };
+        write().map_err(|err| {
+            let _ = std::fs::remove_file(&temp);
+            io_error(&target, err)
+        })
     }
 
     /// True when this host is the running machine rather than a fixture tree.
@@ -204,6 +260,34 @@ mod tests {
         let host = Host::new(dir.path()).unwrap();
         assert_eq!(host.read_text("/sys/nothing").unwrap(), None);
         assert!(host.list_dir("/sys/class/thermal").unwrap().is_empty());
+    }
+
+    #[test]
+    fn etc_writes_are_atomic_keep_the_previous_file_and_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let etc = tempfile::tempdir().unwrap();
+        let host = Host::new(root.path()).unwrap().with_etc_dir(etc.path());
+        assert_eq!(host.read_etc("fstab").unwrap(), None);
+        host.write_etc_atomic("fstab", "one\n").unwrap();
+        std::fs::set_permissions(
+            etc.path().join("fstab"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        host.write_etc_atomic("fstab", "two\n").unwrap();
+        assert_eq!(host.read_etc("fstab").unwrap().as_deref(), Some("two\n"));
+        let previous = std::fs::read_to_string(etc.path().join("fstab.nasd-previous")).unwrap();
+        assert_eq!(previous, "one\n");
+        let mode = std::fs::metadata(etc.path().join("fstab"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(
+            !root.path().join("etc").exists(),
+            "nothing written under the root"
+        );
     }
 
     #[test]

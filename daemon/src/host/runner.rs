@@ -28,9 +28,10 @@ pub enum RunError {
     },
 }
 
-/// What a program that exited successfully printed.
+/// What a program printed, and how it exited (`None`: killed by a signal).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutput {
+    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -53,47 +54,94 @@ impl Runner {
         Self { timeout }
     }
 
+    /// Whether `program` can be run (found on PATH, or at its path).
+    pub fn is_installed(&self, program: &str) -> bool {
+        find_program(program).is_some()
+    }
+
     /// Runs `program args...` and succeeds only on exit status 0.
     pub async fn run<S: AsRef<OsStr>>(
         &self,
         program: &str,
         args: &[S],
     ) -> Result<RunOutput, RunError> {
+        successful(program, self.run_unchecked(program, args, None).await?)
+    }
+
+    /// Like [`Runner::run`], with `input` fed to the program's stdin.
+    pub async fn run_with_input<S: AsRef<OsStr>>(
+        &self,
+        program: &str,
+        args: &[S],
+        input: &str,
+    ) -> Result<RunOutput, RunError> {
+        successful(
+            program,
+            self.run_unchecked(program, args, Some(input)).await?,
+        )
+    }
+
+    /// Runs a program whose exit status carries information rather than
+    /// plain failure (smartctl's is a bit mask); the caller judges it.
+    pub async fn run_unchecked<S: AsRef<OsStr>>(
+        &self,
+        program: &str,
+        args: &[S],
+        input: Option<&str>,
+    ) -> Result<RunOutput, RunError> {
         let path = find_program(program).ok_or_else(|| RunError::NotInstalled {
             program: program.to_owned(),
         })?;
-        let child = Command::new(path)
+        let spawn_error = |source| RunError::Spawn {
+            program: program.to_owned(),
+            source,
+        };
+        let mut child = Command::new(path)
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| RunError::Spawn {
-                program: program.to_owned(),
-                source,
-            })?;
+            .map_err(spawn_error)?;
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            use tokio::io::AsyncWriteExt;
+            stdin
+                .write_all(input.as_bytes())
+                .await
+                .map_err(spawn_error)?;
+        }
         let output = tokio::time::timeout(self.timeout, child.wait_with_output())
             .await
             .map_err(|_| RunError::Timeout {
                 program: program.to_owned(),
                 timeout: self.timeout,
             })?
-            .map_err(|source| RunError::Spawn {
-                program: program.to_owned(),
-                source,
-            })?;
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        if output.status.success() {
-            Ok(RunOutput { stdout, stderr })
-        } else {
-            Err(RunError::Failed {
-                program: program.to_owned(),
-                status: output.status.to_string(),
-                stderr,
-            })
-        }
+            .map_err(spawn_error)?;
+        Ok(RunOutput {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        })
+    }
+}
+
+fn successful(program: &str, output: RunOutput) -> Result<RunOutput, RunError> {
+    if output.code == Some(0) {
+        Ok(output)
+    } else {
+        Err(RunError::Failed {
+            program: program.to_owned(),
+            status: output.code.map_or_else(
+                || "killed by a signal".to_owned(),
+                |c| format!("exit status {c}"),
+            ),
+            stderr: output.stderr,
+        })
     }
 }
 
@@ -136,6 +184,21 @@ mod tests {
         let text = err.to_string();
         assert!(text.starts_with("ls failed"), "{text}");
         assert!(text.contains("nasd-test"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn input_reaches_stdin_and_unchecked_keeps_the_status() {
+        let out = Runner::default()
+            .run_with_input("cat", &[] as &[&str], "label: gpt\n")
+            .await
+            .unwrap();
+        assert_eq!(out.stdout, "label: gpt\n");
+        // ls lists what exists and exits 2 for what does not.
+        let out = Runner::default()
+            .run_unchecked("ls", &["-d", "/nonexistent/nasd", "/"], None)
+            .await
+            .unwrap();
+        assert_eq!((out.code, out.stdout.as_str()), (Some(2), "/\n"));
     }
 
     #[tokio::test]

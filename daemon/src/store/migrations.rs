@@ -21,6 +21,21 @@ const MIGRATIONS: &[&str] = &[
          expires_at INTEGER NOT NULL
      );
      CREATE INDEX sessions_by_user ON sessions(user_id);",
+    // 2: data disks: the mounts nasd renders into fstab, and spindown/APM
+    // per disk, keyed by what identifies the disk across ports and boots.
+    "CREATE TABLE mounts (
+         uuid       TEXT PRIMARY KEY,
+         mountpoint TEXT NOT NULL UNIQUE,
+         mount_type TEXT NOT NULL,
+         options    TEXT NOT NULL,
+         device     TEXT NOT NULL,
+         created_at INTEGER NOT NULL
+     );
+     CREATE TABLE disk_power (
+         identity         TEXT PRIMARY KEY,
+         spindown_minutes INTEGER,
+         apm              INTEGER
+     );",
 ];
 
 pub fn latest() -> u32 {

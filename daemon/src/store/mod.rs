@@ -4,6 +4,7 @@
 //! what an SD card wants; a crash can lose the last transactions but never
 //! corrupts the file.
 
+mod disks;
 mod migrations;
 mod users;
 
@@ -12,6 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
+pub use disks::StoredMount;
 pub use users::{SessionUser, User};
 
 pub const DB_FILE: &str = "nasd.db";

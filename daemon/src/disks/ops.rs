@@ -1,0 +1,600 @@
+//! Changes to disks: format, mount, unmount, power. Each checks everything
+//! before it touches anything, and a mount that cannot be made persistent is
+//! undone.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::fstab::{self, FstabEntry};
+use super::options::{self, MountPlan, NtfsDriver};
+use super::parse::{self, Transport};
+use super::power::{self, PowerSettings};
+use super::smart::{self, SmartReport};
+use super::{Disk, DiskError, Disks, Volume};
+use crate::store::StoredMount;
+use crate::validate::Invalid;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FormatRequest {
+    pub fs: String,
+    pub label: String,
+    /// The disk's serial number (a loop device's backing file), required
+    /// when the device carries any signature.
+    #[serde(default)]
+    pub confirm: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MountRequest {
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MountOutcome {
+    pub changed: bool,
+    pub mountpoint: String,
+    pub plan: MountPlan,
+}
+
+/// A disk or one of its partitions, found by kernel name.
+struct Target<'a> {
+    disk: &'a Disk,
+    volume: &'a Volume,
+    whole_disk: bool,
+}
+
+/// Filesystems nasd formats, with their label limits and mkfs programs.
+fn mkfs(fs: &str, label: &str, device: &Path) -> Result<(&'static str, Vec<String>), Invalid> {
+    let (program, max_label, mut args): (&str, usize, Vec<&str>) = match fs {
+        "ext4" => ("mkfs.ext4", 16, vec!["-F", "-q", "-L", label]),
+        "xfs" => ("mkfs.xfs", 12, vec!["-f", "-q", "-L", label]),
+        "btrfs" => ("mkfs.btrfs", 255, vec!["-f", "-q", "-L", label]),
+        "ntfs" => ("mkfs.ntfs", 128, vec!["-F", "-Q", "-q", "-L", label]),
+        "exfat" => ("mkfs.exfat", 15, vec!["-L", label]),
+        "vfat" => ("mkfs.vfat", 11, vec!["-n", label]),
+        _ => {
+            return Err(Invalid::new(
+                "fs",
+                "must be one of ext4, xfs, btrfs, ntfs, exfat, vfat",
+            ));
+        }
+    };
+    let label_ok = !label.is_empty()
+        && label.len() <= max_label
+        && !label.starts_with('-')
+        && label
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !label_ok {
+        return Err(Invalid::new(
+            "label",
+            format!(
+                "must be 1 to {max_label} characters for {fs}: letters, digits, '_' or '-', not starting with '-'"
+            ),
+        ));
+    }
+    let device = device.to_string_lossy().into_owned();
+    args.push(&device);
+    Ok((program, args.into_iter().map(str::to_owned).collect()))
+}
+
+/// GPT partition type for one data partition holding `fs`.
+fn partition_type(fs: &str) -> &'static str {
+    match fs {
+        // Microsoft basic data, so Windows and macOS see the partition.
+        "ntfs" | "exfat" | "vfat" => "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7",
+        _ => "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
+    }
+}
+
+/// Kernel name of partition 1 of `disk` (`sda1`, `mmcblk0p1`, `nvme0n1p1`).
+fn first_partition(disk: &str) -> String {
+    if disk.ends_with(|c: char| c.is_ascii_digit()) {
+        format!("{disk}p1")
+    } else {
+        format!("{disk}1")
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The directory name for a filesystem: its label when that is a safe path
+/// segment, else its UUID.
+fn mount_name(label: Option<&str>, uuid: &str) -> String {
+    match label {
+        Some(l)
+            if !l.is_empty()
+                && l.len() <= 64
+                && !l.starts_with(['.', '-'])
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) =>
+        {
+            l.to_owned()
+        }
+        _ => uuid.to_owned(),
+    }
+}
+
+fn find<'a>(disks: &'a [Disk], name: &str) -> Result<Target<'a>, DiskError> {
+    for disk in disks {
+        if disk.volume.name == name {
+            return Ok(Target {
+                disk,
+                volume: &disk.volume,
+                whole_disk: true,
+            });
+        }
+        if let Some(p) = disk.partitions.iter().find(|p| p.volume.name == name) {
+            return Ok(Target {
+                disk,
+                volume: &p.volume,
+                whole_disk: false,
+            });
+        }
+    }
+    Err(DiskError::NotFound(name.to_owned()))
+}
+
+impl Disks {
+    fn ntfs_driver(&self) -> Result<Option<NtfsDriver>, DiskError> {
+        if self.runner.is_installed("mount.ntfs-3g") || self.runner.is_installed("ntfs-3g") {
+            return Ok(Some(NtfsDriver::Ntfs3g));
+        }
+        let kernel = self.host.kernel_filesystems()?.unwrap_or_default();
+        Ok(kernel
+            .lines()
+            .any(|l| l.split_whitespace().last() == Some("ntfs3"))
+            .then_some(NtfsDriver::Ntfs3))
+    }
+
+    /// Erases `name` and makes one filesystem on it: a whole disk gets a GPT
+    /// with one partition; a loop device or a partition gets it directly.
+    pub async fn format(&self, name: &str, req: &FormatRequest) -> Result<Volume, DiskError> {
+        // Validate before looking at the disk: a bad request changes nothing.
+        let probe_path = PathBuf::from("/dev/null");
+        let (program, _) = mkfs(&req.fs, &req.label, &probe_path)?;
+        if !self.runner.is_installed(program) {
+            return Err(DiskError::NotSupported(format!(
+                "{program} is not installed, so {} cannot be made here",
+                req.fs
+            )));
+        }
+        let _one_at_a_time = self.changes.lock().await;
+        let list = self.list().await?;
+        let target = find(&list.disks, name)?;
+        if target.disk.system {
+            return Err(DiskError::System(name.to_owned()));
+        }
+        for v in target.disk.volumes() {
+            let under_target = target.whole_disk || v.name == name;
+            if let (true, Some(mountpoint)) = (under_target, &v.mountpoint) {
+                return Err(DiskError::Mounted {
+                    name: v.name.clone(),
+                    mountpoint: mountpoint.clone(),
+                });
+            }
+        }
+        let mut found = Vec::new();
+        if let Some(fs) = &target.volume.fs {
+            found.push(format!("a {} filesystem", fs.fs_type));
+        }
+        if target.whole_disk {
+            if let Some(table) = &target.disk.partition_table {
+                found.push(format!("a {table} partition table"));
+            }
+            if !target.disk.partitions.is_empty() {
+                found.push(format!("{} partition(s)", target.disk.partitions.len()));
+            }
+        }
+        let (identity, identity_kind) = target.disk.identity();
+        if !found.is_empty() {
+            let confirmed = matches!((identity, req.confirm.as_deref()), (Some(id), Some(given)) if id == given.trim());
+            if !confirmed {
+                return Err(DiskError::NeedsConfirmation {
+                    name: name.to_owned(),
+                    found: found.join(" and "),
+                    identity_kind,
+                });
+            }
+        }
+        let device = self.host.dev_path(name);
+        self.runner
+            .run("wipefs", &["-a".as_ref(), device.as_os_str()])
+            .await?;
+        let fs_device = if target.whole_disk && target.disk.transport != Transport::Loop {
+            let script = format!("label: gpt\n,,{}\n", partition_type(&req.fs));
+            self.runner
+                .run_with_input(
+                    "sfdisk",
+                    &[
+                        "--quiet".as_ref(),
+                        "--wipe".as_ref(),
+                        "always".as_ref(),
+                        device.as_os_str(),
+                    ],
+                    &script,
+                )
+                .await?;
+            let partition = first_partition(name);
+            self.wait_for_device(&partition).await?;
+            partition
+        } else {
+            name.to_owned()
+        };
+        let (program, args) = mkfs(&req.fs, &req.label, &self.host.dev_path(&fs_device))?;
+        self.runner.run(program, &args).await?;
+        tracing::info!(device = %fs_device, fs = %req.fs, label = %req.label, "formatted");
+        let list = self.list().await?;
+        Ok(find(&list.disks, &fs_device)?.volume.clone())
+    }
+
+    async fn wait_for_device(&self, name: &str) -> Result<(), DiskError> {
+        if self.runner.is_installed("udevadm") {
+            let _ = self
+                .runner
+                .run("udevadm", &["settle", "--timeout=10"])
+                .await;
+        }
+        for _ in 0..50 {
+            if self.host.dev_path(name).exists() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(DiskError::Verify(format!(
+            "partition {name} did not appear"
+        )))
+    }
+
+    /// The options `name` would be mounted with, and where.
+    pub async fn mount_preview(
+        &self,
+        name: &str,
+        req: &MountRequest,
+    ) -> Result<MountOutcome, DiskError> {
+        let list = self.list().await?;
+        let target = find(&list.disks, name)?;
+        let (plan, mountpoint, _) = self.plan_mount(&target, &list.missing_mounts, req)?;
+        Ok(MountOutcome {
+            changed: target.volume.mountpoint.as_deref() != Some(mountpoint.as_str()),
+            mountpoint,
+            plan,
+        })
+    }
+
+    fn plan_mount(
+        &self,
+        target: &Target<'_>,
+        missing: &[StoredMount],
+        req: &MountRequest,
+    ) -> Result<(MountPlan, String, String), DiskError> {
+        let name = &target.volume.name;
+        if target.disk.system {
+            return Err(DiskError::System(name.clone()));
+        }
+        let fs = target
+            .volume
+            .fs
+            .as_ref()
+            .filter(|fs| fs.uuid.is_some())
+            .ok_or_else(|| DiskError::NoFilesystem(name.clone()))?;
+        let uuid = fs.uuid.clone().unwrap_or_default();
+        let plan = options::plan(&fs.fs_type, self.ntfs_driver()?, &req.options)?;
+        let stored = self.store.mounts()?;
+        if let Some(mine) = stored.iter().find(|m| m.uuid == uuid) {
+            return Ok((plan, mine.mountpoint.clone(), uuid));
+        }
+        let taken = |p: &str| stored.iter().chain(missing).any(|m| m.mountpoint == p);
+        let base = self
+            .mount_base
+            .to_string_lossy()
+            .trim_end_matches('/')
+            .to_owned();
+        let mut mountpoint = format!("{base}/{}", mount_name(fs.label.as_deref(), &uuid));
+        if taken(&mountpoint) {
+            mountpoint = format!("{mountpoint}-{}", uuid.chars().take(8).collect::<String>());
+        }
+        Ok((plan, mountpoint, uuid))
+    }
+
+    fn render_fstab(&self, mounts: &[StoredMount]) -> Result<(String, String), DiskError> {
+        let existing = self.host.read_etc("fstab")?.unwrap_or_default();
+        let entries: Vec<FstabEntry> = mounts
+            .iter()
+            .map(|m| FstabEntry {
+                uuid: m.uuid.clone(),
+                mountpoint: m.mountpoint.clone(),
+                mount_type: m.mount_type.clone(),
+                options: m.options.clone(),
+            })
+            .collect();
+        let rendered = fstab::splice(&existing, &entries)?;
+        Ok((existing, rendered))
+    }
+
+    /// Mounts `name` with nasd's options and records it in fstab. A second
+    /// identical request changes nothing.
+    pub async fn mount(&self, name: &str, req: &MountRequest) -> Result<MountOutcome, DiskError> {
+        let _one_at_a_time = self.changes.lock().await;
+        let list = self.list().await?;
+        let target = find(&list.disks, name)?;
+        let (plan, mountpoint, uuid) = self.plan_mount(&target, &list.missing_mounts, req)?;
+        let record = StoredMount {
+            uuid: uuid.clone(),
+            mountpoint: mountpoint.clone(),
+            mount_type: plan.mount_type.clone(),
+            options: plan.option_string(),
+            device: name.to_owned(),
+        };
+        let stored = self.store.mounts()?;
+        let already_recorded = stored.iter().any(|m| m == &record);
+        match target.volume.mountpoint.as_deref() {
+            Some(current) if current == mountpoint && already_recorded => {
+                return Ok(MountOutcome {
+                    changed: false,
+                    mountpoint,
+                    plan,
+                });
+            }
+            Some(current) if current != mountpoint => {
+                return Err(DiskError::Mounted {
+                    name: name.to_owned(),
+                    mountpoint: current.to_owned(),
+                });
+            }
+            _ => {}
+        }
+        let mut wanted: Vec<StoredMount> = stored.into_iter().filter(|m| m.uuid != uuid).collect();
+        wanted.push(record.clone());
+        // Render first: a bad entry is refused before anything is mounted.
+        let (previous, rendered) = self.render_fstab(&wanted)?;
+        let was_mounted = target.volume.mountpoint.is_some();
+        if !was_mounted {
+            self.host.create_mountpoint(Path::new(&mountpoint))?;
+            let device = self.host.dev_path(name);
+            let mounted = self
+                .runner
+                .run(
+                    "mount",
+                    &[
+                        "-t".as_ref(),
+                        plan.mount_type.as_ref(),
+                        "-o".as_ref(),
+                        record.options.as_ref(),
+                        device.as_os_str(),
+                        mountpoint.as_ref(),
+                    ],
+                )
+                .await;
+            if let Err(err) = mounted {
+                self.host.remove_mountpoint(Path::new(&mountpoint));
+                return Err(err.into());
+            }
+        }
+        let persisted = self.verify_mount(&mountpoint).and_then(|()| {
+            self.host.write_etc_atomic("fstab", &rendered)?;
+            self.store
+                .put_mount(&record, now())
+                .map_err(DiskError::from)
+        });
+        if let Err(err) = persisted {
+            tracing::error!("mount of {name} undone: {err}");
+            let _ = self.host.write_etc_atomic("fstab", &previous);
+            if !was_mounted {
+                let _ = self.runner.run("umount", &[mountpoint.as_str()]).await;
+                self.host.remove_mountpoint(Path::new(&mountpoint));
+            }
+            return Err(err);
+        }
+        tracing::info!(device = %name, %mountpoint, options = %record.options, "mounted");
+        Ok(MountOutcome {
+            changed: true,
+            mountpoint,
+            plan,
+        })
+    }
+
+    fn verify_mount(&self, mountpoint: &str) -> Result<(), DiskError> {
+        let mounts = self
+            .host
+            .mountinfo()?
+            .map(|t| parse::mountinfo(&t))
+            .unwrap_or_default();
+        match mounts.iter().rev().find(|m| m.mountpoint == mountpoint) {
+            Some(m) if m.options.iter().any(|o| o == "noatime") => Ok(()),
+            Some(m) => Err(DiskError::Verify(format!(
+                "{mountpoint} is mounted without noatime ({})",
+                m.options.join(",")
+            ))),
+            None => Err(DiskError::Verify(format!(
+                "{mountpoint} is not mounted after mount"
+            ))),
+        }
+    }
+
+    /// Unmounts `name` (a device, or a managed mount's UUID or mount point
+    /// when its disk is gone) and removes it from fstab. A busy filesystem
+    /// is refused with the processes that hold it, unless `force`.
+    pub async fn unmount(&self, name: &str, force: bool) -> Result<bool, DiskError> {
+        let _one_at_a_time = self.changes.lock().await;
+        let list = self.list().await?;
+        let stored = self.store.mounts()?;
+        let (uuid, mountpoint) = match find(&list.disks, name) {
+            Ok(target) if target.disk.system => return Err(DiskError::System(name.to_owned())),
+            Ok(target) => {
+                let uuid = target.volume.fs.as_ref().and_then(|f| f.uuid.clone());
+                let recorded = stored.iter().find(|m| Some(&m.uuid) == uuid.as_ref());
+                let mountpoint = target
+                    .volume
+                    .mountpoint
+                    .clone()
+                    .or_else(|| recorded.map(|m| m.mountpoint.clone()));
+                (uuid, mountpoint)
+            }
+            Err(not_found) => match stored
+                .iter()
+                .find(|m| m.uuid == name || m.mountpoint == name || m.device == name)
+            {
+                Some(m) => (Some(m.uuid.clone()), Some(m.mountpoint.clone())),
+                None => return Err(not_found),
+            },
+        };
+        let mounted = self
+            .host
+            .mountinfo()?
+            .map(|t| parse::mountinfo(&t))
+            .unwrap_or_default();
+        let is_mounted = mountpoint
+            .as_deref()
+            .is_some_and(|mp| mounted.iter().any(|m| m.mountpoint == mp));
+        let recorded = uuid
+            .as_ref()
+            .is_some_and(|u| stored.iter().any(|m| &m.uuid == u));
+        if !is_mounted && !recorded {
+            return Ok(false);
+        }
+        if let (true, Some(mp)) = (is_mounted, mountpoint.as_deref()) {
+            let holders = self.host.processes_using(Path::new(mp))?;
+            if !holders.is_empty() && !force {
+                let names: Vec<String> = holders
+                    .iter()
+                    .map(|(pid, comm)| format!("{comm} (pid {pid})"))
+                    .collect();
+                return Err(DiskError::Busy {
+                    mountpoint: mp.to_owned(),
+                    holders: names.join(", "),
+                });
+            }
+            // Forced: detach now, let the kernel finish when the holders let go.
+            let args: Vec<&str> = if force { vec!["-l", mp] } else { vec![mp] };
+            self.runner.run("umount", &args).await?;
+        }
+        if let Some(uuid) = &uuid {
+            let wanted: Vec<StoredMount> = stored.into_iter().filter(|m| &m.uuid != uuid).collect();
+            let (_, rendered) = self.render_fstab(&wanted)?;
+            self.host.write_etc_atomic("fstab", &rendered)?;
+            self.store.delete_mount(uuid)?;
+        }
+        if let Some(mp) = &mountpoint {
+            self.host.remove_mountpoint(Path::new(mp));
+            tracing::info!(mountpoint = %mp, force, "unmounted");
+        }
+        Ok(true)
+    }
+
+    /// SMART health without waking a sleeping disk.
+    pub async fn smart(&self, name: &str) -> Result<SmartReport, DiskError> {
+        let list = self.list().await?;
+        let target = find(&list.disks, name)?;
+        let Some(device_type) = smart::device_type(target.disk.transport) else {
+            return Ok(SmartReport::unsupported(format!(
+                "{} devices have no SMART",
+                serde_json::to_value(target.disk.transport)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            )));
+        };
+        let device = self.host.dev_path(&target.disk.volume.name);
+        // -n standby: a sleeping disk stays asleep; smartctl says so instead.
+        let mut args: Vec<std::ffi::OsString> =
+            ["--json", "-a", "-n", "standby"].map(Into::into).into();
+        if let Some(kind) = device_type {
+            args.extend(["-d".into(), kind.into()]);
+        }
+        args.push(device.into_os_string());
+        let out = self.runner.run_unchecked("smartctl", &args, None).await?;
+        smart::parse(&out.stdout, out.code).map_err(|err| {
+            DiskError::Verify(format!("smartctl printed no JSON ({err}): {}", out.stderr))
+        })
+    }
+
+    /// Stores spindown/APM for a rotating disk and applies them now; they
+    /// are applied again at start and whenever the disk reappears.
+    pub async fn set_power(&self, name: &str, settings: &PowerSettings) -> Result<(), DiskError> {
+        power::validate(settings)?;
+        let list = self.list().await?;
+        let target = find(&list.disks, name)?;
+        if !target.whole_disk || !target.disk.rotational || target.disk.transport == Transport::Loop
+        {
+            return Err(DiskError::NotSupported(format!(
+                "{name} is not a rotating disk; spindown and APM apply to hard disks"
+            )));
+        }
+        let (Some(identity), _) = target.disk.identity() else {
+            return Err(DiskError::NotSupported(format!(
+                "{name} reports no serial number to remember it by"
+            )));
+        };
+        self.apply_power(name, settings).await?;
+        self.store.put_disk_power(identity, settings)?;
+        Ok(())
+    }
+
+    async fn apply_power(&self, name: &str, settings: &PowerSettings) -> Result<(), DiskError> {
+        let device = self.host.dev_path(name).to_string_lossy().into_owned();
+        self.runner
+            .run("hdparm", &power::hdparm_args(settings, &device)?)
+            .await?;
+        Ok(())
+    }
+
+    /// Applies stored power settings to every present disk that has them:
+    /// at start, and for disks that appear later.
+    pub async fn reapply_power(&self, only: Option<&[String]>) -> Result<(), DiskError> {
+        let list = self.list().await?;
+        for disk in &list.disks {
+            let wanted = only.is_none_or(|names| names.contains(&disk.volume.name));
+            if let (true, Some(settings)) = (wanted, &disk.power)
+                && let Err(err) = self.apply_power(&disk.volume.name, settings).await
+            {
+                tracing::warn!(disk = %disk.volume.name, "power settings not applied: {err}");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_checked_per_filesystem() {
+        let dev = Path::new("/dev/sda1");
+        assert!(mkfs("ext4", "media", dev).is_ok());
+        assert_eq!(
+            mkfs("xfs", "thirteen_char", dev).unwrap_err().field,
+            "label"
+        );
+        for bad in ["", "a b", "a\nb", "a,b", "$(x)", "-f", "a/b"] {
+            assert_eq!(
+                mkfs("ext4", bad, dev).unwrap_err().field,
+                "label",
+                "{bad:?}"
+            );
+        }
+        assert_eq!(mkfs("zfs", "x", dev).unwrap_err().field, "fs");
+        let (program, args) = mkfs("ntfs", "win", dev).unwrap();
+        assert_eq!(program, "mkfs.ntfs");
+        assert_eq!(args, ["-F", "-Q", "-q", "-L", "win", "/dev/sda1"]);
+    }
+
+    #[test]
+    fn partition_names_and_mount_names() {
+        assert_eq!(first_partition("sda"), "sda1");
+        assert_eq!(first_partition("mmcblk1"), "mmcblk1p1");
+        assert_eq!(first_partition("nvme0n1"), "nvme0n1p1");
+        assert_eq!(mount_name(Some("media"), "u-1"), "media");
+        assert_eq!(mount_name(Some("My Disk"), "u-1"), "u-1");
+        assert_eq!(mount_name(Some(".."), "u-1"), "u-1");
+        assert_eq!(mount_name(None, "u-1"), "u-1");
+    }
+}

@@ -1,0 +1,224 @@
+//! The real nasd binary serving on a loopback port with its own data
+//! directory, and a small client for it. Shared by the system tests.
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use ureq::Agent;
+
+pub const PASSWORD: &str = "correct horse battery";
+
+pub struct Daemon {
+    pub child: Child,
+    pub base: String,
+    pub host: String,
+    pub data: tempfile::TempDir,
+    pub agent: Agent,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub cookies: Vec<String>,
+    pub body: Value,
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(name)
+}
+
+impl Daemon {
+    /// Against the HC4 fixture tree.
+    pub fn start() -> Self {
+        Self::start_with(&fixture("odroid-hc4"), "sample_interval_secs = 10\n", &[])
+    }
+
+    /// With `root`, a config file holding `config`, and extra global flags.
+    pub fn start_with(root: &Path, config_text: &str, flags: &[&str]) -> Self {
+        let data = tempfile::tempdir().unwrap();
+        let config = data.path().join("nasd.toml");
+        std::fs::write(&config, config_text).unwrap();
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_nasd"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--root")
+            .arg(root)
+            .args(flags)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data-dir")
+            .arg(data.path().join("state"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nasd starts");
+        let agent: Agent = Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .into();
+        let mut daemon = Daemon {
+            child,
+            base: format!("http://127.0.0.1:{port}/api/v1"),
+            host: format!("127.0.0.1:{port}"),
+            data,
+            agent,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if daemon
+                .agent
+                .get(format!("{}/health", daemon.base))
+                .call()
+                .is_ok()
+            {
+                return daemon;
+            }
+            if let Ok(Some(status)) = daemon.child.try_wait() {
+                panic!("nasd exited early: {status}");
+            }
+            assert!(Instant::now() < deadline, "nasd did not answer within 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        self.data.path()
+    }
+
+    pub fn token_path(&self) -> PathBuf {
+        self.state_dir().join("state/setup-token")
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let url = format!("{}/{path}", self.base);
+        let mut response = match body {
+            None => {
+                let mut req = match method {
+                    "GET" => self.agent.get(&url),
+                    _ => unreachable!("bodyless requests are GETs here"),
+                };
+                for (k, v) in headers {
+                    req = req.header(*k, *v);
+                }
+                req.call()
+            }
+            Some(body) => {
+                let mut req = match method {
+                    "PUT" => self.agent.put(&url),
+                    _ => self.agent.post(&url),
+                };
+                for (k, v) in headers {
+                    req = req.header(*k, *v);
+                }
+                req.send_json(&body)
+            }
+        }
+        .expect("HTTP exchange");
+        let cookies = response
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            cookies,
+            body,
+        }
+    }
+
+    pub fn get(&self, path: &str, cookie: Option<&str>) -> Reply {
+        let header = cookie.map(|c| format!("nasd_session={c}"));
+        let headers: Vec<(&str, &str)> = header.iter().map(|h| ("cookie", h.as_str())).collect();
+        self.request("GET", path, None, &headers)
+    }
+
+    pub fn post(&self, path: &str, body: Value, cookie: Option<&str>) -> Reply {
+        let header = cookie.map(|c| format!("nasd_session={c}"));
+        let mut headers: Vec<(&str, &str)> =
+            header.iter().map(|h| ("cookie", h.as_str())).collect();
+        let origin = format!("http://{}", self.host);
+        headers.push(("origin", &origin));
+        self.request("POST", path, Some(body), &headers)
+    }
+
+    /// A request with the session and this host's Origin.
+    pub fn send(&self, method: &str, path: &str, body: Value, session: &str) -> Reply {
+        let cookie = format!("nasd_session={session}");
+        let origin = format!("http://{}", self.host);
+        self.request(
+            method,
+            path,
+            Some(body),
+            &[("cookie", &cookie), ("origin", &origin)],
+        )
+    }
+
+    pub fn setup_token(&self) -> String {
+        std::fs::read_to_string(self.token_path())
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// Creates the administrator and returns the session token.
+    pub fn set_up(&self) -> String {
+        let token = self.setup_token();
+        let reply = self.post(
+            "setup",
+            json!({"token": token, "username": "admin", "password": PASSWORD}),
+            None,
+        );
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+        session_from(&reply)
+    }
+
+    pub fn login(&self, password: &str) -> Reply {
+        self.post(
+            "login",
+            json!({"username": "admin", "password": password}),
+            None,
+        )
+    }
+}
+
+pub fn session_from(reply: &Reply) -> String {
+    let cookie = reply
+        .cookies
+        .iter()
+        .find(|c| c.starts_with("nasd_session="))
+        .expect("a session cookie");
+    let value = cookie["nasd_session=".len()..].split(';').next().unwrap();
+    assert_eq!(value.len(), 64, "{cookie}");
+    value.to_owned()
+}

@@ -8,7 +8,7 @@ ARM_TARGETS := aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf
 # Stripped release binaries must fit comfortably on a board: 8 MB at most.
 MAX_BINARY_BYTES := 8000000
 
-.PHONY: run build test deps lint test-host test-unit-file test-browser test-cross cross
+.PHONY: run build test deps lint test-host test-unit-file test-browser test-cross cross bench
 
 ## Build and start the daemon on this machine with its database in ./var.
 run: build
@@ -65,3 +65,8 @@ cross:
 	qemu-arm-static -L /usr/arm-linux-gnueabihf target/armv7-unknown-linux-gnueabihf/release/nasd \
 	  --config /dev/null --root tests/fixtures/odroid-xu4 status | grep -q 'policy4 cpus 4,5,6,7 Cortex-A15'
 	@echo "cross: both binaries report their board's clusters under qemu-user"
+
+## Benchmarks against the peer measured in the same run (needs root).
+bench: deps
+	$(CARGO) build --locked --release
+	bash tests/bench/mount-options.sh

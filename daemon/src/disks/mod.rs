@@ -35,6 +35,8 @@ pub use ops::{FormatRequest, MountOutcome, MountRequest};
 const SYSTEM_MOUNTS: &[&str] = &["/", "/boot", "/boot/firmware", "/boot/efi", "/usr", "/var"];
 /// How long statvfs may take before a mount is reported without usage.
 const USAGE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long blkid may take to read a device's signatures.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiskError {
@@ -402,7 +404,8 @@ impl Disks {
             "export".as_ref(),
             device.as_os_str(),
         ];
-        match self.runner.run_unchecked("blkid", &args, None).await {
+        let probe = Runner::with_timeout(PROBE_TIMEOUT);
+        match probe.run_unchecked("blkid", &args, None).await {
             Ok(out) if out.code == Some(0) => parse::blkid_export(&out.stdout),
             Ok(_) => BTreeMap::new(),
             Err(err) => {

@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(managed_lines(&one).len(), 1);
 
         let mut edited = one.clone();
-        edited.push_str("/dev/sdz1 /mnt/other xfs defaults 0 0\n");
+        edited.push_str("LABEL=other /mnt/other xfs defaults 0 0\n");
         let two = splice(
             &edited,
             &[entry("a-1", "/srv/data"), entry("b-2", "/srv/more")],
@@ -123,7 +123,7 @@ mod tests {
         .unwrap();
         assert!(two.starts_with(HAND_WRITTEN));
         assert!(
-            two.ends_with("/dev/sdz1 /mnt/other xfs defaults 0 0\n"),
+            two.ends_with("LABEL=other /mnt/other xfs defaults 0 0\n"),
             "a line after the block stays"
         );
         assert_eq!(managed_lines(&two).len(), 2);
@@ -131,7 +131,7 @@ mod tests {
         let none = splice(&two, &[]).unwrap();
         assert_eq!(
             none,
-            format!("{HAND_WRITTEN}/dev/sdz1 /mnt/other xfs defaults 0 0\n")
+            format!("{HAND_WRITTEN}LABEL=other /mnt/other xfs defaults 0 0\n")
         );
     }
 
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_file_without_a_final_newline_keeps_its_last_line() {
-        let out = splice("/dev/sda1 / ext4 defaults 0 1", &[entry("a", "/srv/a")]).unwrap();
-        assert!(out.starts_with("/dev/sda1 / ext4 defaults 0 1\n# BEGIN nasd"));
+        let out = splice("LABEL=root / ext4 defaults 0 1", &[entry("a", "/srv/a")]).unwrap();
+        assert!(out.starts_with("LABEL=root / ext4 defaults 0 1\n# BEGIN nasd"));
     }
 }

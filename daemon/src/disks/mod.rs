@@ -322,7 +322,7 @@ impl Disks {
         mounts: &[MountEntry],
     ) -> Result<(Volume, Option<String>), DiskError> {
         let major_minor = major_minor.unwrap_or_default();
-        let path = format!("/dev/{name}");
+        let path = Host::device_node_name(name);
         // FUSE filesystems (ntfs-3g) show their own device number in
         // mountinfo, so match the source path too.
         let mount = mounts

@@ -2,7 +2,7 @@
 //! before it touches anything, and a mount that cannot be made persistent is
 //! undone.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -46,9 +46,10 @@ struct Target<'a> {
     whole_disk: bool,
 }
 
-/// Filesystems nasd formats, with their label limits and mkfs programs.
-fn mkfs(fs: &str, label: &str, device: &Path) -> Result<(&'static str, Vec<String>), Invalid> {
-    let (program, max_label, mut args): (&str, usize, Vec<&str>) = match fs {
+/// Filesystems nasd formats, with their label limits: the mkfs program and
+/// its arguments before the device.
+fn mkfs(fs: &str, label: &str) -> Result<(&'static str, Vec<String>), Invalid> {
+    let (program, max_label, args): (&str, usize, Vec<&str>) = match fs {
         "ext4" => ("mkfs.ext4", 16, vec!["-F", "-q", "-L", label]),
         "xfs" => ("mkfs.xfs", 12, vec!["-f", "-q", "-L", label]),
         "btrfs" => ("mkfs.btrfs", 255, vec!["-f", "-q", "-L", label]),
@@ -76,8 +77,6 @@ fn mkfs(fs: &str, label: &str, device: &Path) -> Result<(&'static str, Vec<Strin
             ),
         ));
     }
-    let device = device.to_string_lossy().into_owned();
-    args.push(&device);
     Ok((program, args.into_iter().map(str::to_owned).collect()))
 }
 
@@ -158,8 +157,7 @@ impl Disks {
     /// with one partition; a loop device or a partition gets it directly.
     pub async fn format(&self, name: &str, req: &FormatRequest) -> Result<Volume, DiskError> {
         // Validate before looking at the disk: a bad request changes nothing.
-        let probe_path = PathBuf::from("/dev/null");
-        let (program, _) = mkfs(&req.fs, &req.label, &probe_path)?;
+        let (program, mut mkfs_args) = mkfs(&req.fs, &req.label)?;
         if !self.runner.is_installed(program) {
             return Err(DiskError::NotSupported(format!(
                 "{program} is not installed, so {} cannot be made here",
@@ -228,8 +226,13 @@ impl Disks {
         } else {
             name.to_owned()
         };
-        let (program, args) = mkfs(&req.fs, &req.label, &self.host.dev_path(&fs_device))?;
-        self.runner.run(program, &args).await?;
+        mkfs_args.push(
+            self.host
+                .dev_path(&fs_device)
+                .to_string_lossy()
+                .into_owned(),
+        );
+        self.runner.run(program, &mkfs_args).await?;
         tracing::info!(device = %fs_device, fs = %req.fs, label = %req.label, "formatted");
         let list = self.list().await?;
         Ok(find(&list.disks, &fs_device)?.volume.clone())
@@ -568,23 +571,15 @@ mod tests {
 
     #[test]
     fn labels_are_checked_per_filesystem() {
-        let dev = Path::new("/dev/sda1");
-        assert!(mkfs("ext4", "media", dev).is_ok());
-        assert_eq!(
-            mkfs("xfs", "thirteen_char", dev).unwrap_err().field,
-            "label"
-        );
+        assert!(mkfs("ext4", "media").is_ok());
+        assert_eq!(mkfs("xfs", "thirteen_char").unwrap_err().field, "label");
         for bad in ["", "a b", "a\nb", "a,b", "$(x)", "-f", "a/b"] {
-            assert_eq!(
-                mkfs("ext4", bad, dev).unwrap_err().field,
-                "label",
-                "{bad:?}"
-            );
+            assert_eq!(mkfs("ext4", bad).unwrap_err().field, "label", "{bad:?}");
         }
-        assert_eq!(mkfs("zfs", "x", dev).unwrap_err().field, "fs");
-        let (program, args) = mkfs("ntfs", "win", dev).unwrap();
+        assert_eq!(mkfs("zfs", "x").unwrap_err().field, "fs");
+        let (program, args) = mkfs("ntfs", "win").unwrap();
         assert_eq!(program, "mkfs.ntfs");
-        assert_eq!(args, ["-F", "-Q", "-q", "-L", "win", "/dev/sda1"]);
+        assert_eq!(args, ["-F", "-Q", "-q", "-L", "win"]);
     }
 
     #[test]

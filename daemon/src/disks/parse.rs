@@ -184,27 +184,24 @@ mod tests {
 
     #[test]
     fn transports_from_device_paths() {
-        let usb = "/sys/devices/platform/soc/12000000.dwc3/xhci-hcd.3.auto/usb3/3-1/3-1:1.0/host0/target0:0:0/0:0:0:0/block/sda";
+        let usb = "devices/platform/soc/12000000.dwc3/xhci-hcd.3.auto/usb3/3-1/3-1:1.0/host0/target0:0:0/0:0:0:0/block/sda";
         assert_eq!(transport("sda", usb), Transport::Usb);
-        let sata = "/sys/devices/platform/soc/fc000000.pcie/pci0000:00/0000:00:00.0/0000:01:00.0/ata1/host0/target0:0:0/0:0:0:0/block/sda";
+        let sata = "devices/platform/soc/fc000000.pcie/pci0000:00/0000:00:00.0/0000:01:00.0/ata1/host0/target0:0:0/0:0:0:0/block/sda";
         assert_eq!(transport("sda", sata), Transport::Sata);
         assert_eq!(
-            transport("loop3", "/sys/devices/virtual/block/loop3"),
+            transport("loop3", "devices/virtual/block/loop3"),
             Transport::Loop
         );
         assert_eq!(
-            transport("mmcblk0", "/sys/devices/platform/mmc/block/mmcblk0"),
+            transport("mmcblk0", "devices/platform/mmc/block/mmcblk0"),
             Transport::Mmc
         );
         assert_eq!(
-            transport(
-                "vda",
-                "/sys/devices/pci0000:00/0000:00:04.0/virtio1/block/vda"
-            ),
+            transport("vda", "devices/pci0000:00/0000:00:04.0/virtio1/block/vda"),
             Transport::Virtio
         );
         assert_eq!(
-            transport("nvme0n1", "/sys/devices/pci0000:00/nvme/nvme0/nvme0n1"),
+            transport("nvme0n1", "devices/pci0000:00/nvme/nvme0/nvme0n1"),
             Transport::Nvme
         );
     }

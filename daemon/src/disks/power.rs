@@ -75,8 +75,8 @@ mod tests {
             apm: Some(127),
         };
         assert_eq!(
-            hdparm_args(&s, "/dev/sda").unwrap(),
-            ["-S120", "-B127", "/dev/sda"]
+            hdparm_args(&s, "DEVICE").unwrap(),
+            ["-S120", "-B127", "DEVICE"]
         );
         let bad = PowerSettings {
             spindown_minutes: None,

@@ -191,7 +191,7 @@ mod tests {
     fn a_sleeping_disk_is_reported_as_standby() {
         // Not a capture (none was found in public); built from the message
         // smartctl prints for -n standby: "Device is in %s mode, exit(%d)".
-        let json = r#"{"smartctl":{"exit_status":2,"messages":[{"string":"Device is in STANDBY mode, exit(2)","severity":"information"}]},"device":{"name":"/dev/sda","type":"sat","protocol":"ATA"}}"#;
+        let json = r#"{"smartctl":{"exit_status":2,"messages":[{"string":"Device is in STANDBY mode, exit(2)","severity":"information"}]},"device":{"type":"sat","protocol":"ATA"}}"#;
         let r = parse(json, Some(2)).unwrap();
         assert_eq!(r.state, SmartState::Standby);
         assert_eq!(r.passed, None);

@@ -82,7 +82,14 @@ impl Host {
         self.list_dir(BLOCK_DIR)
     }
 
-    /// `/dev/<name>` for a kernel device name.
+    /// The device node's name as the system knows it (`/dev/sda1`), for
+    /// display and for matching mountinfo's sources; not resolved under
+    /// the root.
+    pub fn device_node_name(name: &str) -> String {
+        format!("/dev/{name}")
+    }
+
+    /// `/dev/<name>` under the root, for programs to open.
     pub fn dev_path(&self, name: &str) -> PathBuf {
         self.resolve(&format!("/dev/{name}"))
     }

@@ -248,6 +248,10 @@ fn a_disk_with_data_is_not_formatted_without_its_confirmation() {
         json!({"fs": "ext4", "label": "new", "confirm": "/tmp/other.img"}),
     );
     assert_eq!(wrong.status, 409);
+    assert_eq!(
+        wrong.body["field"], "confirm",
+        "refused for the confirmation"
+    );
 
     run("mount", &["-o", "ro", &lo.dev(), at]);
     assert_eq!(
@@ -509,4 +513,103 @@ fn the_system_disk_is_never_formatted_or_mounted() {
     let unknown = d.send("POST", "disks/sdz/mount", json!({}), &session);
     assert_eq!(unknown.status, 404);
     assert!(!etc.path().join("fstab").exists(), "nothing written");
+}
+
+#[test]
+fn a_cloned_disk_and_an_occupied_mount_point_are_refused() {
+    let rig = Rig::new();
+    let original = Loop::new(64);
+    rig.format(&original, "ext4", "twin");
+    // A byte-for-byte clone carries the same filesystem UUID.
+    let clone = Loop::new(64);
+    run(
+        "dd",
+        &[
+            &format!("if={}", original.dev()),
+            &format!("of={}", clone.dev()),
+            "bs=1M",
+            "status=none",
+        ],
+    );
+    let refused = rig.post(&format!("disks/{}/mount", clone.name), json!({}));
+    assert_eq!(refused.status, 422, "{:?}", refused.body);
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("same filesystem UUID")
+    );
+    drop(clone);
+
+    let occupied = rig.mounts.path().join("twin");
+    std::fs::create_dir_all(&occupied).unwrap();
+    std::fs::write(occupied.join("someone-elses.txt"), "here first").unwrap();
+    let hidden = rig.post(&format!("disks/{}/mount", original.name), json!({}));
+    assert_eq!(hidden.status, 422, "{:?}", hidden.body);
+    assert!(hidden.body["error"].as_str().unwrap().contains("not empty"));
+    assert_eq!(
+        std::fs::read_to_string(occupied.join("someone-elses.txt")).unwrap(),
+        "here first"
+    );
+    assert_eq!(rig.fstab(), HAND_WRITTEN_FSTAB);
+}
+
+#[test]
+fn a_damaged_nasd_block_in_fstab_is_refused_not_guessed() {
+    let rig = Rig::new();
+    let lo = Loop::new(64);
+    rig.format(&lo, "ext4", "damaged");
+    let damaged = format!(
+        "{HAND_WRITTEN_FSTAB}# BEGIN nasd data disks (generated from nasd's database; edits inside are replaced)\nUUID=x /srv/x ext4 defaults 0 0\n"
+    );
+    std::fs::write(rig.etc.path().join("fstab"), &damaged).unwrap();
+    let reply = rig.post(&format!("disks/{}/mount", lo.name), json!({}));
+    assert_eq!(reply.status, 400, "{:?}", reply.body);
+    assert_eq!(reply.body["field"], "fstab");
+    assert_eq!(rig.fstab(), damaged, "untouched");
+    assert_eq!(
+        rig.disk(&lo.name)["mountpoint"],
+        Value::Null,
+        "nothing mounted"
+    );
+}
+
+/// Makes a file immutable (even to root) until dropped.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn new(path: PathBuf) -> Self {
+        run("chattr", &["+i", path.to_str().unwrap()]);
+        Immutable(path)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr")
+            .args(["-i", self.0.to_str().unwrap()])
+            .status();
+    }
+}
+
+#[test]
+fn a_mount_that_cannot_be_recorded_in_fstab_is_undone() {
+    let rig = Rig::new();
+    let lo = Loop::new(64);
+    rig.format(&lo, "ext4", "undone");
+    let fstab = rig.etc.path().join("fstab");
+    let frozen = Immutable::new(fstab.clone());
+    let reply = rig.post(&format!("disks/{}/mount", lo.name), json!({}));
+    drop(frozen);
+    assert_eq!(reply.status, 500, "{:?}", reply.body);
+    let mountpoint = format!("{}/undone", rig.mounts.path().display());
+    assert!(mount_line(&mountpoint).is_none(), "the mount was undone");
+    assert!(!Path::new(&mountpoint).exists());
+    assert_eq!(rig.fstab(), HAND_WRITTEN_FSTAB);
+    let list = rig.get("disks").body;
+    assert_eq!(
+        list["missing_mounts"],
+        json!([]),
+        "nothing recorded in the store"
+    );
 }

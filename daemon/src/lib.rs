@@ -8,4 +8,5 @@ pub mod disks;
 pub mod host;
 pub mod inventory;
 pub mod store;
+pub mod tuning;
 pub mod validate;

@@ -276,11 +276,14 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
+    // The token exists before the daemon says where it listens, so whoever
+    // reads the address can use the token at once.
+    let token = auth.ensure_setup_token()?;
     tracing::info!(
         "nasd {} listening on http://{addr}/",
         env!("CARGO_PKG_VERSION")
     );
-    if let Some(token) = auth.ensure_setup_token()? {
+    if let Some(token) = token {
         tracing::warn!(
             "no administrator yet: open http://{addr}/ and enter setup token {token} (also in {})",
             auth.token_path().display()

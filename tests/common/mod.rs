@@ -2,10 +2,10 @@
 //! directory, and a small client for it. Shared by the system tests.
 #![allow(dead_code)] // each test binary uses a different part
 
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use ureq::Agent;
@@ -33,14 +33,6 @@ pub struct Reply {
     pub body: Value,
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures")
@@ -54,51 +46,52 @@ impl Daemon {
     }
 
     /// With `root`, a config file holding `config`, and extra global flags.
+    /// The daemon picks its own port (127.0.0.1:0) and logs it.
     pub fn start_with(root: &Path, config_text: &str, flags: &[&str]) -> Self {
         let data = tempfile::tempdir().unwrap();
         let config = data.path().join("nasd.toml");
         std::fs::write(&config, config_text).unwrap();
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_nasd"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nasd"))
             .arg("--config")
             .arg(&config)
             .arg("--root")
             .arg(root)
             .args(flags)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["serve", "--listen", "127.0.0.1:0"])
             .arg("--data-dir")
             .arg(data.path().join("state"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("nasd starts");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Drains the log for the daemon's whole life (a full pipe would
+        // block it) and passes on the address it listens on.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let _ = tx.send(rest.trim_end_matches('/').to_owned());
+                }
+                if std::env::var_os("NASD_TEST_LOG").is_some() {
+                    eprintln!("nasd: {line}");
+                }
+            }
+        });
+        let host = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("nasd did not start listening: {:?}", child.try_wait()));
         let agent: Agent = Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(30)))
+            .timeout_global(Some(Duration::from_secs(60)))
             .build()
             .into();
-        let mut daemon = Daemon {
+        Daemon {
             child,
-            base: format!("http://127.0.0.1:{port}/api/v1"),
-            host: format!("127.0.0.1:{port}"),
+            base: format!("http://{host}/api/v1"),
+            host,
             data,
             agent,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if daemon
-                .agent
-                .get(format!("{}/health", daemon.base))
-                .call()
-                .is_ok()
-            {
-                return daemon;
-            }
-            if let Ok(Some(status)) = daemon.child.try_wait() {
-                panic!("nasd exited early: {status}");
-            }
-            assert!(Instant::now() < deadline, "nasd did not answer within 20 s");
-            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

@@ -13,6 +13,17 @@ use super::error::ApiError;
 use crate::disks::power::PowerSettings;
 use crate::disks::{DiskError, DiskList, FormatRequest, MountOutcome, MountRequest, Volume};
 
+/// Runs a change to disks as its own task: if the client goes away, the
+/// request is dropped but mkfs or mount finish (killing them midway is the
+/// worst outcome), and the result is logged.
+async fn detached<T: Send + 'static>(
+    work: impl Future<Output = Result<T, DiskError>> + Send + 'static,
+) -> Result<T, ApiError> {
+    Ok(tokio::spawn(work)
+        .await
+        .map_err(|e| ApiError::internal(&e))??)
+}
+
 pub async fn list(State(state): State<AppState>) -> Result<Json<DiskList>, ApiError> {
     Ok(Json(state.disks.list().await?))
 }
@@ -54,7 +65,10 @@ pub async fn format(
     body: Result<Json<FormatRequest>, JsonRejection>,
 ) -> Result<Json<Volume>, ApiError> {
     let Json(req) = body?;
-    Ok(Json(state.disks.format(&name, &req).await?))
+    let disks = state.disks.clone();
+    Ok(Json(
+        detached(async move { disks.format(&name, &req).await }).await?,
+    ))
 }
 
 pub async fn mount_preview(
@@ -72,7 +86,10 @@ pub async fn mount(
     body: Result<Json<MountRequest>, JsonRejection>,
 ) -> Result<Json<MountOutcome>, ApiError> {
     let Json(req) = body?;
-    Ok(Json(state.disks.mount(&name, &req).await?))
+    let disks = state.disks.clone();
+    Ok(Json(
+        detached(async move { disks.mount(&name, &req).await }).await?,
+    ))
 }
 
 #[derive(Deserialize, Default)]
@@ -87,7 +104,8 @@ pub async fn unmount(
     body: Result<Json<UnmountRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(req) = body?;
-    let changed = state.disks.unmount(&name, req.force).await?;
+    let disks = state.disks.clone();
+    let changed = detached(async move { disks.unmount(&name, req.force).await }).await?;
     Ok(Json(serde_json::json!({ "changed": changed })))
 }
 
@@ -97,6 +115,7 @@ pub async fn power(
     body: Result<Json<PowerSettings>, JsonRejection>,
 ) -> Result<StatusCode, ApiError> {
     let Json(settings) = body?;
-    state.disks.set_power(&name, &settings).await?;
+    let disks = state.disks.clone();
+    detached(async move { disks.set_power(&name, &settings).await }).await?;
     Ok(StatusCode::NO_CONTENT)
 }

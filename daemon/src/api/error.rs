@@ -112,9 +112,10 @@ impl From<DiskError> for ApiError {
             }
             DiskError::NotFound(_) => StatusCode::NOT_FOUND,
             DiskError::System(_) => StatusCode::FORBIDDEN,
-            DiskError::Mounted { .. } | DiskError::NoFilesystem(_) | DiskError::Busy { .. } => {
-                StatusCode::CONFLICT
-            }
+            DiskError::Mounted { .. }
+            | DiskError::InUse { .. }
+            | DiskError::NoFilesystem(_)
+            | DiskError::Busy { .. } => StatusCode::CONFLICT,
             DiskError::NotSupported(_) => StatusCode::UNPROCESSABLE_ENTITY,
             DiskError::Run(RunError::NotInstalled { .. }) => StatusCode::NOT_IMPLEMENTED,
             DiskError::Run(RunError::Timeout { .. }) => StatusCode::GATEWAY_TIMEOUT,

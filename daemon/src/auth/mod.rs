@@ -189,7 +189,7 @@ impl Auth {
     ) -> Result<NewSession, AuthError> {
         required("username", username)?;
         required("password", password)?;
-        if let Err(wait) = self.throttle.check(client, Instant::now()) {
+        if let Err(wait) = self.throttle.begin(client, Instant::now()) {
             return Err(AuthError::TooManyAttempts {
                 retry_after_secs: wait.as_secs().max(1),
             });
@@ -206,10 +206,7 @@ impl Auth {
                 self.throttle.succeeded(client);
                 self.start_session(user.id)
             }
-            _ => {
-                self.throttle.failed(client, Instant::now());
-                Err(AuthError::BadCredentials)
-            }
+            _ => Err(AuthError::BadCredentials),
         }
     }
 

@@ -39,28 +39,28 @@ impl LoginThrottle {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// `Err(wait)` when `ip` must wait before trying again.
-    pub fn check(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
-        let Some(f) = self.lock().get(&ip).copied() else {
-            return Ok(());
-        };
-        let ready_at = f.last + wait_after(f.count);
-        if now < ready_at {
-            Err(ready_at - now)
-        } else {
-            Ok(())
-        }
-    }
-
-    pub fn failed(&self, ip: IpAddr, now: Instant) {
+    /// Starts an attempt from `ip`: `Err(wait)` when it must wait first;
+    /// otherwise the attempt counts as a failure until [`succeeded`] says
+    /// otherwise. Checking and counting are one step, so parallel guesses
+    /// cannot all slip through on one free try.
+    ///
+    /// [`succeeded`]: LoginThrottle::succeeded
+    pub fn begin(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
         let mut map = self.lock();
         map.retain(|_, f| now.saturating_duration_since(f.last) < FORGET_AFTER);
+        if let Some(f) = map.get(&ip) {
+            let ready_at = f.last + wait_after(f.count);
+            if now < ready_at {
+                return Err(ready_at - now);
+            }
+        }
         let entry = map.entry(ip).or_insert(Failures {
             count: 0,
             last: now,
         });
         entry.count = entry.count.saturating_add(1);
         entry.last = now;
+        Ok(())
     }
 
     pub fn succeeded(&self, ip: IpAddr) {
@@ -79,17 +79,14 @@ mod tests {
     fn free_tries_then_doubling_waits_for_that_address_only() {
         let throttle = LoginThrottle::default();
         let t0 = Instant::now();
-        for _ in 0..FREE_FAILURES - 1 {
-            throttle.failed(ATTACKER, t0);
-            assert_eq!(throttle.check(ATTACKER, t0), Ok(()));
+        for _ in 0..FREE_FAILURES {
+            assert_eq!(throttle.begin(ATTACKER, t0), Ok(()));
         }
-        throttle.failed(ATTACKER, t0);
-        assert_eq!(throttle.check(ATTACKER, t0), Err(Duration::from_secs(1)));
-        assert_eq!(throttle.check(ADMIN, t0), Ok(()));
+        assert_eq!(throttle.begin(ATTACKER, t0), Err(Duration::from_secs(1)));
+        assert_eq!(throttle.begin(ADMIN, t0), Ok(()));
         let t1 = t0 + Duration::from_secs(1);
-        assert_eq!(throttle.check(ATTACKER, t1), Ok(()));
-        throttle.failed(ATTACKER, t1);
-        assert_eq!(throttle.check(ATTACKER, t1), Err(Duration::from_secs(2)));
+        assert_eq!(throttle.begin(ATTACKER, t1), Ok(()));
+        assert_eq!(throttle.begin(ATTACKER, t1), Err(Duration::from_secs(2)));
     }
 
     #[test]
@@ -97,20 +94,22 @@ mod tests {
         assert_eq!(wait_after(1000), MAX_WAIT);
         let throttle = LoginThrottle::default();
         let now = Instant::now();
+        let mut at = now;
         for _ in 0..50 {
-            throttle.failed(ATTACKER, now);
+            at += MAX_WAIT;
+            assert_eq!(throttle.begin(ATTACKER, at), Ok(()));
         }
-        assert_eq!(throttle.check(ATTACKER, now), Err(MAX_WAIT));
+        assert_eq!(throttle.begin(ATTACKER, at), Err(MAX_WAIT));
         throttle.succeeded(ATTACKER);
-        assert_eq!(throttle.check(ATTACKER, now), Ok(()));
+        assert_eq!(throttle.begin(ATTACKER, at), Ok(()));
     }
 
     #[test]
     fn idle_entries_are_forgotten() {
         let throttle = LoginThrottle::default();
         let t0 = Instant::now();
-        throttle.failed(ATTACKER, t0);
-        throttle.failed(ADMIN, t0 + FORGET_AFTER);
+        throttle.begin(ATTACKER, t0).unwrap();
+        throttle.begin(ADMIN, t0 + FORGET_AFTER).unwrap();
         assert_eq!(throttle.lock().len(), 1);
     }
 }

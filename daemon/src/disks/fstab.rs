@@ -50,7 +50,9 @@ fn line(entry: &FstabEntry) -> Result<String, Invalid> {
 }
 
 /// The new fstab: `existing` with nasd's block replaced by `entries` (added
-/// at the end if it was not there, removed if `entries` is empty).
+/// at the end if it was not there, removed if `entries` is empty). A block
+/// whose markers were damaged by hand (one missing, doubled, out of order)
+/// is refused rather than guessed at: guessing could drop the user's lines.
 pub fn splice(existing: &str, entries: &[FstabEntry]) -> Result<String, Invalid> {
     let mut block = String::new();
     if !entries.is_empty() {
@@ -63,17 +65,33 @@ pub fn splice(existing: &str, entries: &[FstabEntry]) -> Result<String, Invalid>
         block.push_str(END);
         block.push('\n');
     }
-    let begin = existing.find(&format!("{BEGIN}\n"));
-    let end = existing
-        .find(&format!("{END}\n"))
-        .map(|at| at + END.len() + 1);
-    Ok(match (begin, end) {
-        (Some(begin), Some(end)) if begin < end => {
-            format!("{}{block}{}", &existing[..begin], &existing[end..])
+    // Byte offsets of whole lines equal to a marker (final newline or not).
+    let mut offset = 0;
+    let (mut begins, mut ends) = (Vec::new(), Vec::new());
+    for raw in existing.split_inclusive('\n') {
+        let text = raw.trim_end_matches(['\n', '\r']);
+        if text == BEGIN {
+            begins.push(offset);
+        } else if text == END {
+            ends.push(offset + raw.len());
         }
-        _ if block.is_empty() => existing.to_owned(),
-        _ if existing.is_empty() || existing.ends_with('\n') => format!("{existing}{block}"),
-        _ => format!("{existing}\n{block}"),
+        offset += raw.len();
+    }
+    Ok(match (begins.as_slice(), ends.as_slice()) {
+        ([begin], [end]) if begin < end => {
+            format!("{}{block}{}", &existing[..*begin], &existing[*end..])
+        }
+        ([], []) if block.is_empty() => existing.to_owned(),
+        ([], []) if existing.is_empty() || existing.ends_with('\n') => format!("{existing}{block}"),
+        ([], []) => format!("{existing}\n{block}"),
+        _ => {
+            return Err(Invalid::new(
+                "fstab",
+                format!(
+                    "the nasd block's markers ('{BEGIN}' ... '{END}') are damaged; repair them by hand"
+                ),
+            ));
+        }
     })
 }
 
@@ -155,6 +173,25 @@ mod tests {
                 "{uuid:?} {mountpoint:?}"
             );
         }
+    }
+
+    #[test]
+    fn damaged_markers_are_refused_not_guessed() {
+        let good = splice(HAND_WRITTEN, &[entry("a", "/srv/a")]).unwrap();
+        let no_end = good.replace(&format!("{END}\n"), "");
+        let doubled = format!("{good}{good}");
+        let reversed = format!("{END}\n{HAND_WRITTEN}{BEGIN}\n");
+        for broken in [no_end, doubled, reversed] {
+            let err = splice(&broken, &[entry("b", "/srv/b")]).unwrap_err();
+            assert_eq!(err.field, "fstab");
+        }
+        let end_without_newline = good.trim_end_matches('\n').to_owned();
+        let again = splice(&end_without_newline, &[entry("b", "/srv/b")]).unwrap();
+        assert_eq!(
+            managed_lines(&again),
+            ["UUID=b /srv/b ext4 noatime,nofail,x-systemd.device-timeout=10s 0 2"]
+        );
+        assert!(again.starts_with(HAND_WRITTEN));
     }
 
     #[test]

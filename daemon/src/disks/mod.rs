@@ -15,7 +15,7 @@ pub mod smart;
 pub mod text;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,6 +56,8 @@ pub enum DiskError {
         found: String,
         identity_kind: &'static str,
     },
+    #[error("{name} is in use as {by}; nasd will not erase it")]
+    InUse { name: String, by: String },
     #[error("{0} has no filesystem to mount; format it first")]
     NoFilesystem(String),
     #[error("{mountpoint} is busy: used by {holders}; close them or unmount with force")]
@@ -162,6 +164,18 @@ pub struct Disks {
     mount_base: PathBuf,
     /// Formats, mounts and unmounts run one at a time.
     changes: tokio::sync::Mutex<()>,
+    /// Mount points whose statvfs has not returned: a dead disk's mount can
+    /// block it for good, and one stuck thread per mount is the most that
+    /// is spent on it.
+    stat_in_flight: Arc<InFlight>,
+}
+
+type InFlight = std::sync::Mutex<std::collections::HashSet<String>>;
+
+fn lock_set(set: &InFlight) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+    // The set stays valid whatever panicked while holding it.
+    set.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Kernel devices that are not disks a user plugs in.
@@ -192,6 +206,7 @@ impl Disks {
             store,
             mount_base,
             changes: tokio::sync::Mutex::new(()),
+            stat_in_flight: Arc::default(),
         }
     }
 
@@ -269,9 +284,16 @@ impl Disks {
                 mounts,
             )
             .await?;
+        // By device number, and by mount point for filesystems whose
+        // mountinfo number is not the disk's (btrfs, FUSE).
         let system = std::iter::once(&volume)
             .chain(partitions.iter().map(|p| &p.volume))
-            .any(|v| system_devices.contains(&v.major_minor.as_str()));
+            .any(|v| {
+                system_devices.contains(&v.major_minor.as_str())
+                    || v.mountpoint
+                        .as_deref()
+                        .is_some_and(|m| SYSTEM_MOUNTS.contains(&m))
+            });
         let usb_speed_mbps = raw.usb_speed.as_deref().and_then(parse::usb_speed_mbps);
         let serial = udev
             .get("ID_SERIAL_SHORT")
@@ -394,9 +416,23 @@ impl Disks {
             .collect())
     }
 
-    /// `blkid -p`: signatures on the device itself, bypassing blkid's cache.
-    /// Nothing found, or a device that does not answer, is an empty map.
+    /// `blkid -p` for listing: a device that cannot be read shows no
+    /// signatures here (the format guard probes again and refuses instead).
     async fn probe(&self, name: &str) -> BTreeMap<String, String> {
+        self.probe_strict(name).await.unwrap_or_else(|err| {
+            tracing::debug!("{err}");
+            BTreeMap::new()
+        })
+    }
+
+    /// `blkid -p`: signatures on the device itself, bypassing blkid's cache
+    /// and udev's record. Only blkid's "nothing found" (exit 2) is empty;
+    /// ambiguous signatures (exit 8), a timeout or a missing blkid are
+    /// errors, because to the format guard "unknown" must not mean "empty".
+    pub(crate) async fn probe_strict(
+        &self,
+        name: &str,
+    ) -> Result<BTreeMap<String, String>, DiskError> {
         let device = self.host.dev_path(name);
         let args = [
             "-p".as_ref(),
@@ -405,13 +441,14 @@ impl Disks {
             device.as_os_str(),
         ];
         let probe = Runner::with_timeout(PROBE_TIMEOUT);
-        match probe.run_unchecked("blkid", &args, None).await {
-            Ok(out) if out.code == Some(0) => parse::blkid_export(&out.stdout),
-            Ok(_) => BTreeMap::new(),
-            Err(err) => {
-                tracing::debug!("blkid {name}: {err}");
-                BTreeMap::new()
-            }
+        let out = probe.run_unchecked("blkid", &args, None).await?;
+        match out.code {
+            Some(0) => Ok(parse::blkid_export(&out.stdout)),
+            Some(2) => Ok(BTreeMap::new()),
+            code => Err(DiskError::Verify(format!(
+                "cannot tell what is on {name}: blkid exited {code:?}: {}",
+                out.stderr
+            ))),
         }
     }
 
@@ -420,9 +457,17 @@ impl Disks {
         if !self.host.is_live() {
             return None;
         }
+        let in_flight = self.stat_in_flight.clone();
+        if !lock_set(&in_flight).insert(mountpoint.to_owned()) {
+            return None;
+        }
         let host = self.host.clone();
-        let mountpoint = PathBuf::from(mountpoint);
-        let stat = tokio::task::spawn_blocking(move || host.filesystem_usage(&mountpoint));
+        let key = mountpoint.to_owned();
+        let stat = tokio::task::spawn_blocking(move || {
+            let usage = host.filesystem_usage(Path::new(&key));
+            lock_set(&in_flight).remove(&key);
+            usage
+        });
         match tokio::time::timeout(USAGE_TIMEOUT, stat).await {
             Ok(Ok(Ok((used_bytes, total_bytes)))) => Some(Usage {
                 used_bytes,

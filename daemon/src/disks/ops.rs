@@ -2,7 +2,7 @@
 //! before it touches anything, and a mount that cannot be made persistent is
 //! undone.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,7 @@ use super::parse::{self, Transport};
 use super::power::{self, PowerSettings};
 use super::smart::{self, SmartReport};
 use super::{Disk, DiskError, Disks, Volume};
+use crate::host::runner::Runner;
 use crate::store::StoredMount;
 use crate::validate::Invalid;
 
@@ -98,6 +99,13 @@ fn first_partition(disk: &str) -> String {
     }
 }
 
+/// For wipefs, sfdisk and mkfs: a large disk takes minutes (discarding an
+/// SSD, btrfs and xfs on big drives), and killing one midway is the worst
+/// outcome, so the limit only catches a tool that hangs for good.
+fn destructive() -> Runner {
+    Runner::with_timeout(Duration::from_secs(30 * 60))
+}
+
 fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -179,17 +187,43 @@ impl Disks {
                 });
             }
         }
-        let mut found = Vec::new();
-        if let Some(fs) = &target.volume.fs {
-            found.push(format!("a {} filesystem", fs.fs_type));
+        let under: Vec<&Volume> = if target.whole_disk {
+            target.disk.volumes().collect()
+        } else {
+            vec![target.volume]
+        };
+        let swaps = self.host.active_swaps()?;
+        for v in &under {
+            let holders = self.host.block_holders(&v.name)?;
+            if !holders.is_empty() {
+                return Err(DiskError::InUse {
+                    name: v.name.clone(),
+                    by: format!("part of {} (LVM, RAID or encryption)", holders.join(", ")),
+                });
+            }
+            if swaps.contains(&v.name) {
+                return Err(DiskError::InUse {
+                    name: v.name.clone(),
+                    by: "active swap".into(),
+                });
+            }
         }
-        if target.whole_disk {
-            if let Some(table) = &target.disk.partition_table {
-                found.push(format!("a {table} partition table"));
+        // Read the signatures afresh, from the device itself: what the
+        // listing showed may be udev's stale record, and a device that
+        // cannot be read must not pass for an empty one.
+        let mut found = Vec::new();
+        for v in &under {
+            let signatures = self.probe_strict(&v.name).await?;
+            let fs_type = signatures.get("TYPE").or(v.fs.as_ref().map(|f| &f.fs_type));
+            if let Some(fs) = fs_type {
+                found.push(format!("{fs} filesystem on {}", v.name));
             }
-            if !target.disk.partitions.is_empty() {
-                found.push(format!("{} partition(s)", target.disk.partitions.len()));
+            if let Some(table) = signatures.get("PTTYPE") {
+                found.push(format!("{table} partition table on {}", v.name));
             }
+        }
+        if target.whole_disk && !target.disk.partitions.is_empty() {
+            found.push(format!("{} partition(s)", target.disk.partitions.len()));
         }
         let (identity, identity_kind) = target.disk.identity();
         if !found.is_empty() {
@@ -197,18 +231,29 @@ impl Disks {
             if !confirmed {
                 return Err(DiskError::NeedsConfirmation {
                     name: name.to_owned(),
-                    found: found.join(" and "),
+                    found: found.join(", "),
                     identity_kind,
                 });
             }
         }
+        // The name must still be the device that was checked.
+        if self.host.block_dev_number(name)?.as_deref() != Some(target.volume.major_minor.as_str())
+        {
+            return Err(DiskError::Verify(format!(
+                "{name} changed while it was being checked; try again"
+            )));
+        }
+        let old_uuids: Vec<String> = under
+            .iter()
+            .filter_map(|v| v.fs.as_ref()?.uuid.clone())
+            .collect();
         let device = self.host.dev_path(name);
-        self.runner
+        destructive()
             .run("wipefs", &["-a".as_ref(), device.as_os_str()])
             .await?;
         let fs_device = if target.whole_disk && target.disk.transport != Transport::Loop {
             let script = format!("label: gpt\n,,{}\n", partition_type(&req.fs));
-            self.runner
+            destructive()
                 .run_with_input(
                     "sfdisk",
                     &[
@@ -232,19 +277,38 @@ impl Disks {
                 .to_string_lossy()
                 .into_owned(),
         );
-        self.runner.run(program, &mkfs_args).await?;
+        destructive().run(program, &mkfs_args).await?;
         tracing::info!(device = %fs_device, fs = %req.fs, label = %req.label, "formatted");
+        self.settle().await;
+        // The erased filesystems are gone for good: so are their mounts.
+        let stored = self.store.mounts()?;
+        if stored.iter().any(|m| old_uuids.contains(&m.uuid)) {
+            let wanted: Vec<StoredMount> = stored
+                .into_iter()
+                .filter(|m| !old_uuids.contains(&m.uuid))
+                .collect();
+            self.write_fstab(&wanted)?;
+            for uuid in &old_uuids {
+                self.store.delete_mount(uuid)?;
+            }
+        }
         let list = self.list().await?;
         Ok(find(&list.disks, &fs_device)?.volume.clone())
     }
 
-    async fn wait_for_device(&self, name: &str) -> Result<(), DiskError> {
+    /// Lets udev finish re-reading devices nasd just changed, so that its
+    /// records (which discovery trusts) are current.
+    async fn settle(&self) {
         if self.runner.is_installed("udevadm") {
             let _ = self
                 .runner
                 .run("udevadm", &["settle", "--timeout=10"])
                 .await;
         }
+    }
+
+    async fn wait_for_device(&self, name: &str) -> Result<(), DiskError> {
+        self.settle().await;
         for _ in 0..50 {
             if self.host.dev_path(name).exists() {
                 return Ok(());
@@ -264,7 +328,7 @@ impl Disks {
     ) -> Result<MountOutcome, DiskError> {
         let list = self.list().await?;
         let target = find(&list.disks, name)?;
-        let (plan, mountpoint, _) = self.plan_mount(&target, &list.missing_mounts, req)?;
+        let (plan, mountpoint, _) = self.plan_mount(&list.disks, &target, req)?;
         Ok(MountOutcome {
             changed: target.volume.mountpoint.as_deref() != Some(mountpoint.as_str()),
             mountpoint,
@@ -274,8 +338,8 @@ impl Disks {
 
     fn plan_mount(
         &self,
+        disks: &[Disk],
         target: &Target<'_>,
-        missing: &[StoredMount],
         req: &MountRequest,
     ) -> Result<(MountPlan, String, String), DiskError> {
         let name = &target.volume.name;
@@ -289,25 +353,42 @@ impl Disks {
             .filter(|fs| fs.uuid.is_some())
             .ok_or_else(|| DiskError::NoFilesystem(name.clone()))?;
         let uuid = fs.uuid.clone().unwrap_or_default();
+        // fstab mounts by UUID: two filesystems with one UUID (a cloned
+        // disk) would mount whichever the kernel finds first.
+        let twins: Vec<&str> = disks
+            .iter()
+            .flat_map(Disk::volumes)
+            .filter(|v| {
+                v.name != *name && v.fs.as_ref().and_then(|f| f.uuid.as_deref()) == Some(&uuid)
+            })
+            .map(|v| v.name.as_str())
+            .collect();
+        if !twins.is_empty() {
+            return Err(DiskError::NotSupported(format!(
+                "{name} has the same filesystem UUID as {} (a cloned disk?); give one a new UUID first",
+                twins.join(", ")
+            )));
+        }
         let plan = options::plan(&fs.fs_type, self.ntfs_driver()?, &req.options)?;
         let stored = self.store.mounts()?;
         if let Some(mine) = stored.iter().find(|m| m.uuid == uuid) {
             return Ok((plan, mine.mountpoint.clone(), uuid));
         }
-        let taken = |p: &str| stored.iter().chain(missing).any(|m| m.mountpoint == p);
         let base = self
             .mount_base
             .to_string_lossy()
             .trim_end_matches('/')
             .to_owned();
         let mut mountpoint = format!("{base}/{}", mount_name(fs.label.as_deref(), &uuid));
-        if taken(&mountpoint) {
+        if stored.iter().any(|m| m.mountpoint == mountpoint) {
             mountpoint = format!("{mountpoint}-{}", uuid.chars().take(8).collect::<String>());
         }
         Ok((plan, mountpoint, uuid))
     }
 
-    fn render_fstab(&self, mounts: &[StoredMount]) -> Result<(String, String), DiskError> {
+    /// The fstab text with nasd's block holding `mounts`, spliced into the
+    /// file as it is now (so edits made meanwhile by others are kept).
+    fn render_fstab(&self, mounts: &[StoredMount]) -> Result<String, DiskError> {
         let existing = self.host.read_etc("fstab")?.unwrap_or_default();
         let entries: Vec<FstabEntry> = mounts
             .iter()
@@ -318,8 +399,38 @@ impl Disks {
                 options: m.options.clone(),
             })
             .collect();
-        let rendered = fstab::splice(&existing, &entries)?;
-        Ok((existing, rendered))
+        Ok(fstab::splice(&existing, &entries)?)
+    }
+
+    fn write_fstab(&self, mounts: &[StoredMount]) -> Result<(), DiskError> {
+        let rendered = self.render_fstab(mounts)?;
+        Ok(self.host.write_etc_atomic("fstab", &rendered)?)
+    }
+
+    /// Refuses a mount point that something else uses: mounted already, or
+    /// a directory with files in it (they would be hidden under the mount).
+    async fn check_mountpoint_free(&self, mountpoint: &str) -> Result<(), DiskError> {
+        let mounts = self
+            .host
+            .mountinfo()?
+            .map(|t| parse::mountinfo(&t))
+            .unwrap_or_default();
+        if mounts.iter().any(|m| m.mountpoint == mountpoint) {
+            return Err(DiskError::NotSupported(format!(
+                "{mountpoint} is already a mount point"
+            )));
+        }
+        let host = self.host.clone();
+        let path = PathBuf::from(mountpoint);
+        let check = tokio::task::spawn_blocking(move || host.dir_has_entries(&path));
+        match tokio::time::timeout(Duration::from_secs(5), check).await {
+            Ok(Ok(Ok(false))) => Ok(()),
+            Ok(Ok(Ok(true))) => Err(DiskError::NotSupported(format!(
+                "{mountpoint} is not empty; its files would be hidden by the mount"
+            ))),
+            Ok(Ok(Err(err))) => Err(err.into()),
+            _ => Err(DiskError::Verify(format!("{mountpoint} does not answer"))),
+        }
     }
 
     /// Mounts `name` with nasd's options and records it in fstab. A second
@@ -328,7 +439,7 @@ impl Disks {
         let _one_at_a_time = self.changes.lock().await;
         let list = self.list().await?;
         let target = find(&list.disks, name)?;
-        let (plan, mountpoint, uuid) = self.plan_mount(&target, &list.missing_mounts, req)?;
+        let (plan, mountpoint, uuid) = self.plan_mount(&list.disks, &target, req)?;
         let record = StoredMount {
             uuid: uuid.clone(),
             mountpoint: mountpoint.clone(),
@@ -337,64 +448,77 @@ impl Disks {
             device: name.to_owned(),
         };
         let stored = self.store.mounts()?;
-        let already_recorded = stored.iter().any(|m| m == &record);
-        match target.volume.mountpoint.as_deref() {
-            Some(current) if current == mountpoint && already_recorded => {
+        let recorded = stored.iter().find(|m| m.uuid == uuid);
+        if let Some(current) = target.volume.mountpoint.as_deref() {
+            let same_options = recorded.is_some_and(|m| m.options == record.options);
+            if current == mountpoint && same_options {
+                if recorded != Some(&record) {
+                    // Only the device name moved (another port): note it.
+                    self.store.put_mount(&record, now())?;
+                }
                 return Ok(MountOutcome {
                     changed: false,
                     mountpoint,
                     plan,
                 });
             }
-            Some(current) if current != mountpoint => {
-                return Err(DiskError::Mounted {
-                    name: name.to_owned(),
-                    mountpoint: current.to_owned(),
-                });
-            }
-            _ => {}
+            // Other options, or another place: changing a live mount would
+            // record what is not in force, so unmount first.
+            return Err(DiskError::Mounted {
+                name: name.to_owned(),
+                mountpoint: current.to_owned(),
+            });
         }
-        let mut wanted: Vec<StoredMount> = stored.into_iter().filter(|m| m.uuid != uuid).collect();
+        let mut wanted: Vec<StoredMount> =
+            stored.iter().filter(|m| m.uuid != uuid).cloned().collect();
         wanted.push(record.clone());
-        // Render first: a bad entry is refused before anything is mounted.
-        let (previous, rendered) = self.render_fstab(&wanted)?;
-        let was_mounted = target.volume.mountpoint.is_some();
-        if !was_mounted {
-            self.host.create_mountpoint(Path::new(&mountpoint))?;
-            let device = self.host.dev_path(name);
-            let mounted = self
-                .runner
-                .run(
-                    "mount",
-                    &[
-                        "-t".as_ref(),
-                        plan.mount_type.as_ref(),
-                        "-o".as_ref(),
-                        record.options.as_ref(),
-                        device.as_os_str(),
-                        mountpoint.as_ref(),
-                    ],
-                )
-                .await;
-            if let Err(err) = mounted {
-                self.host.remove_mountpoint(Path::new(&mountpoint));
-                return Err(err.into());
-            }
+        // Render first: a bad entry or a damaged fstab is refused before
+        // anything is mounted.
+        self.render_fstab(&wanted)?;
+        self.check_mountpoint_free(&mountpoint).await?;
+        self.host.create_mountpoint(Path::new(&mountpoint))?;
+        let device = self.host.dev_path(name);
+        let mounted = self
+            .runner
+            .run(
+                "mount",
+                &[
+                    "-t".as_ref(),
+                    plan.mount_type.as_ref(),
+                    "-o".as_ref(),
+                    record.options.as_ref(),
+                    device.as_os_str(),
+                    mountpoint.as_ref(),
+                ],
+            )
+            .await;
+        if let Err(err) = mounted {
+            self.host.remove_mountpoint(Path::new(&mountpoint));
+            return Err(err.into());
         }
-        let persisted = self.verify_mount(&mountpoint).and_then(|()| {
-            self.host.write_etc_atomic("fstab", &rendered)?;
-            self.store
-                .put_mount(&record, now())
-                .map_err(DiskError::from)
-        });
+        let persisted = self
+            .verify_mount(&mountpoint)
+            .and_then(|()| self.write_fstab(&wanted))
+            .and_then(|()| Ok(self.store.put_mount(&record, now())?));
         if let Err(err) = persisted {
-            tracing::error!("mount of {name} undone: {err}");
-            let _ = self.host.write_etc_atomic("fstab", &previous);
-            if !was_mounted {
-                let _ = self.runner.run("umount", &[mountpoint.as_str()]).await;
-                self.host.remove_mountpoint(Path::new(&mountpoint));
+            // Undo: fstab back to the recorded mounts (re-spliced, so other
+            // edits stay), then the mount itself.
+            let mut undo_failed = Vec::new();
+            if let Err(e) = self.write_fstab(&stored) {
+                undo_failed.push(format!("fstab: {e}"));
             }
-            return Err(err);
+            if let Err(e) = self.runner.run("umount", &[mountpoint.as_str()]).await {
+                undo_failed.push(format!("umount: {e}"));
+            }
+            self.host.remove_mountpoint(Path::new(&mountpoint));
+            if undo_failed.is_empty() {
+                tracing::error!("mount of {name} undone: {err}");
+                return Err(err);
+            }
+            return Err(DiskError::Verify(format!(
+                "{err}; undoing it also failed: {}",
+                undo_failed.join("; ")
+            )));
         }
         tracing::info!(device = %name, %mountpoint, options = %record.options, "mounted");
         Ok(MountOutcome {
@@ -481,8 +605,7 @@ impl Disks {
         }
         if let Some(uuid) = &uuid {
             let wanted: Vec<StoredMount> = stored.into_iter().filter(|m| &m.uuid != uuid).collect();
-            let (_, rendered) = self.render_fstab(&wanted)?;
-            self.host.write_etc_atomic("fstab", &rendered)?;
+            self.write_fstab(&wanted)?;
             self.store.delete_mount(uuid)?;
         }
         if let Some(mp) = &mountpoint {

@@ -64,7 +64,8 @@ fn allowed_extras(fs: &str) -> &'static [(&'static str, Value)] {
             ("nodiscard", Value::None),
             ("commit", Value::Number),
             ("data", Value::OneOf(&["ordered", "journal", "writeback"])),
-            ("errors", Value::OneOf(&["continue", "remount-ro", "panic"])),
+            // Not "panic": a flaky USB cable must not take the kernel down.
+            ("errors", Value::OneOf(&["continue", "remount-ro"])),
             ("acl", Value::None),
             ("noacl", Value::None),
             ("user_xattr", Value::None),

@@ -15,27 +15,28 @@ pub struct MountEntry {
     pub options: Vec<String>,
 }
 
-/// mountinfo escapes space, tab, newline and backslash as octal.
+/// mountinfo escapes space, tab, newline and backslash as octal; the
+/// rest, UTF-8 included, is as the path's bytes.
 fn unescape_octal(field: &str) -> String {
-    let mut out = String::with_capacity(field.len());
     let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..=i + 3]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-            && let Ok(code) = u8::from_str_radix(&field[i + 1..=i + 3], 8)
-        {
-            out.push(char::from(code));
-            i += 4;
-            continue;
+        let escape = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        if let (b'\\', Some(digits)) = (bytes[i], escape) {
+            let code = digits.iter().fold(0u32, |n, d| n * 8 + u32::from(d - b'0'));
+            if let Ok(byte) = u8::try_from(code) {
+                out.push(byte);
+                i += 4;
+                continue;
+            }
         }
-        out.push(char::from(bytes[i]));
+        out.push(bytes[i]);
         i += 1;
     }
-    out
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 pub fn mountinfo(text: &str) -> Vec<MountEntry> {
@@ -168,6 +169,8 @@ mod tests {
         assert_eq!(unescape_octal("a\\134b\\011c"), "a\\b\tc");
         assert_eq!(unescape_octal("a\\x"), "a\\x");
         assert_eq!(unescape_octal("end\\04"), "end\\04");
+        assert_eq!(unescape_octal("/srv/m\\303\\251dia"), "/srv/média");
+        assert_eq!(unescape_octal("/srv/média\\040x"), "/srv/média x");
     }
 
     #[test]

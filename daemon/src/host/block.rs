@@ -15,6 +15,8 @@ const DISK_ATTRS: &[&str] = &[
     "ro",
     "dev",
     "queue/rotational",
+    "queue/read_ahead_kb",
+    "queue/scheduler",
     "queue/logical_block_size",
     "queue/physical_block_size",
     "device/model",
@@ -89,6 +91,28 @@ impl Host {
         format!("/dev/{name}")
     }
 
+    /// Devices stacked on a disk or partition (LVM, md RAID, dm-crypt).
+    pub fn block_holders(&self, name: &str) -> Result<Vec<String>, HostError> {
+        self.list_dir(&format!("/sys/class/block/{name}/holders"))
+    }
+
+    /// `major:minor` of a disk or partition now.
+    pub fn block_dev_number(&self, name: &str) -> Result<Option<String>, HostError> {
+        self.read_text(&format!("/sys/class/block/{name}/dev"))
+    }
+
+    /// Kernel names of the devices in use as swap.
+    pub fn active_swaps(&self) -> Result<Vec<String>, HostError> {
+        Ok(self
+            .read_text("/proc/swaps")?
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.rsplit('/').next())
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// `/dev/<name>` under the root, for programs to open.
     pub fn dev_path(&self, name: &str) -> PathBuf {
         self.resolve(&format!("/dev/{name}"))
@@ -155,6 +179,16 @@ impl Host {
     pub fn create_mountpoint(&self, mountpoint: &Path) -> Result<(), HostError> {
         let path = self.resolve(&mountpoint.to_string_lossy());
         std::fs::create_dir_all(&path).map_err(|source| HostError::Io { path, source })
+    }
+
+    /// Whether a directory holds anything (a missing one holds nothing).
+    pub fn dir_has_entries(&self, dir: &Path) -> Result<bool, HostError> {
+        let path = self.resolve(&dir.to_string_lossy());
+        match std::fs::read_dir(&path) {
+            Ok(mut entries) => Ok(entries.next().is_some()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(HostError::Io { path, source }),
+        }
     }
 
     /// Removes an empty mount point directory; one that is not empty (files

@@ -23,6 +23,8 @@ const POLICY_ATTRS: &[&str] = &[
     "cpuinfo_min_freq",
     "cpuinfo_max_freq",
     "scaling_available_frequencies",
+    "scaling_driver",
+    "stats/time_in_state",
 ];
 
 impl Host {
@@ -72,7 +74,11 @@ impl Host {
     }
 
     pub fn thermal_zones(&self) -> Result<Vec<SysEntry>, HostError> {
-        self.sys_entries(THERMAL_DIR, "thermal_zone", &["type", "temp"])
+        self.sys_entries(
+            THERMAL_DIR,
+            "thermal_zone",
+            &["type", "temp", "trip_point_*"],
+        )
     }
 
     pub fn hwmon_chips(&self) -> Result<Vec<SysEntry>, HostError> {

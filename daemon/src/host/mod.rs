@@ -8,6 +8,7 @@
 
 pub mod block;
 pub mod kernel;
+pub mod knobs;
 pub mod runner;
 
 use std::collections::BTreeMap;

@@ -83,6 +83,15 @@ pub struct ThermalZone {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub celsius: Option<f64>,
+    /// Where the kernel acts: `passive` (throttle), `active` (fan),
+    /// `hot`, `critical` (shut down).
+    pub trips: Vec<TripPoint>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TripPoint {
+    pub kind: String,
+    pub celsius: f64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -194,10 +203,26 @@ fn cluster(policy: &SysEntry, core_types: &std::collections::BTreeMap<u32, Strin
 }
 
 fn thermal_zone(zone: &SysEntry) -> ThermalZone {
+    let mut trips = Vec::new();
+    for n in 0.. {
+        let (Some(kind), Some(temp)) = (
+            zone.attr(&format!("trip_point_{n}_type")),
+            zone.attr(&format!("trip_point_{n}_temp")),
+        ) else {
+            break;
+        };
+        if let Some(celsius) = parse::millicelsius(temp) {
+            trips.push(TripPoint {
+                kind: kind.to_owned(),
+                celsius,
+            });
+        }
+    }
     ThermalZone {
         zone: zone.name.clone(),
         kind: zone.attr("type").map(str::to_owned),
         celsius: zone.attr("temp").and_then(parse::millicelsius),
+        trips,
     }
 }
 
@@ -291,6 +316,8 @@ mod tests {
             .filter_map(|z| z.kind.as_deref())
             .collect();
         assert_eq!(types, ["cpu-thermal", "ddr-thermal"]);
+        let passive = &info.thermal[0].trips[0];
+        assert_eq!((passive.kind.as_str(), passive.celsius), ("passive", 85.0));
         let drives = info
             .hwmon
             .iter()

@@ -36,6 +36,19 @@ const MIGRATIONS: &[&str] = &[
          spindown_minutes INTEGER,
          apm              INTEGER
      );",
+    // 3: settings kept as JSON documents (the desired tuning), and a log
+    // of what the daemon did on its own (drift restored, ...).
+    "CREATE TABLE settings (
+         key   TEXT PRIMARY KEY,
+         value TEXT NOT NULL
+     );
+     CREATE TABLE events (
+         id      INTEGER PRIMARY KEY,
+         at      INTEGER NOT NULL,
+         source  TEXT NOT NULL,
+         message TEXT NOT NULL
+     );
+     CREATE INDEX events_by_source ON events(source, id);",
 ];
 
 pub fn latest() -> u32 {

@@ -6,6 +6,7 @@
 
 mod disks;
 mod migrations;
+mod settings;
 mod users;
 
 use std::path::{Path, PathBuf};

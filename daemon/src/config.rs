@@ -34,6 +34,8 @@ pub struct Config {
     /// Data disks are mounted at `<mount_base>/<label or uuid>`.
     pub mount_base: PathBuf,
     pub sample_interval: Duration,
+    /// How often the tuning is checked against what the kernel has.
+    pub drift_check: Duration,
 }
 
 impl Default for Config {
@@ -45,6 +47,7 @@ impl Default for Config {
             etc_dir: None,
             mount_base: PathBuf::from("/srv"),
             sample_interval: Duration::from_secs(10),
+            drift_check: Duration::from_secs(60),
         }
     }
 }
@@ -59,9 +62,30 @@ struct ConfigFile {
     etc_dir: Option<PathBuf>,
     mount_base: Option<PathBuf>,
     sample_interval_secs: Option<u64>,
+    drift_check_secs: Option<u64>,
 }
 
 const SAMPLE_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
+const DRIFT_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=86_400;
+
+fn seconds(
+    field: &str,
+    value: u64,
+    range: &std::ops::RangeInclusive<u64>,
+) -> Result<Duration, Invalid> {
+    if range.contains(&value) {
+        Ok(Duration::from_secs(value))
+    } else {
+        Err(Invalid::new(
+            field,
+            format!(
+                "must be {} to {} seconds, got {value}",
+                range.start(),
+                range.end()
+            ),
+        ))
+    }
+}
 
 pub fn parse_listen(field: &str, value: &str) -> Result<SocketAddr, Invalid> {
     value.parse().map_err(|_| {
@@ -100,17 +124,12 @@ impl Config {
             config.mount_base = absolute("mount_base", dir).map_err(invalid)?;
         }
         if let Some(secs) = file.sample_interval_secs {
-            if !SAMPLE_RANGE_SECS.contains(&secs) {
-                return Err(invalid(Invalid::new(
-                    "sample_interval_secs",
-                    format!(
-                        "must be {} to {} seconds, got {secs}",
-                        SAMPLE_RANGE_SECS.start(),
-                        SAMPLE_RANGE_SECS.end()
-                    ),
-                )));
-            }
-            config.sample_interval = Duration::from_secs(secs);
+            config.sample_interval =
+                seconds("sample_interval_secs", secs, &SAMPLE_RANGE_SECS).map_err(invalid)?;
+        }
+        if let Some(secs) = file.drift_check_secs {
+            config.drift_check =
+                seconds("drift_check_secs", secs, &DRIFT_RANGE_SECS).map_err(invalid)?;
         }
         Ok(config)
     }

@@ -16,6 +16,7 @@ use nasd::host::runner::Runner;
 use nasd::host::{self, Host};
 use nasd::inventory;
 use nasd::store::Store;
+use nasd::tuning::{self, Tuner, TuningRequest};
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +60,45 @@ enum Command {
         #[command(subcommand)]
         verb: DisksVerb,
     },
+    /// CPU frequency, I/O queue and interrupt tuning, kept applied
+    Tune {
+        #[command(subcommand)]
+        verb: TuneVerb,
+    },
+}
+
+#[derive(Subcommand)]
+enum TuneVerb {
+    /// Governors, tunables, frequencies, queues, interrupts, temperatures
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply a preset (io-tuned, armbian, performance, powersave, schedutil)
+    Apply {
+        preset: String,
+        /// Only this cpufreq policy (e.g. policy4)
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Apply even when a zone is near its throttling point
+        #[arg(long)]
+        accept_thermal_risk: bool,
+    },
+    /// Set values: a policy's governor, min_khz, max_khz or tunables, or a
+    /// disk's read_ahead_kb and scheduler
+    Set {
+        /// A cpufreq policy (policy0) or a disk (sda)
+        target: String,
+        /// KEY=VALUE pairs
+        #[arg(required = true)]
+        values: Vec<String>,
+        #[arg(long)]
+        accept_thermal_risk: bool,
+    },
+    /// Print the kept tuning as /etc/sysfs.d lines (for sysfsutils)
+    ExportSysfs,
+    /// What the tuning did on its own (drift put back)
+    Events,
 }
 
 #[derive(Subcommand)]
@@ -165,6 +205,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             runtime()?.block_on(serve(config, host))
         }
         Command::Disks { verb } => runtime()?.block_on(disks_verb(config, host, verb)),
+        Command::Tune { verb } => runtime()?.block_on(tune_verb(config, host, verb)),
     }
 }
 
@@ -190,6 +231,57 @@ fn open_disks(config: &Config, host: &Host) -> anyhow::Result<(Arc<Store>, Arc<D
 
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+async fn tune_verb(config: Config, host: Host, verb: TuneVerb) -> anyhow::Result<()> {
+    let store = Arc::new(Store::open(&config.data_dir)?);
+    let tuner = Tuner::new(host, store);
+    let print_changes = |changes: Vec<tuning::Change>| {
+        if changes.is_empty() {
+            println!("nothing changed: already applied");
+        }
+        for c in changes {
+            println!(
+                "{}: {} -> {}",
+                c.knob,
+                c.from.as_deref().unwrap_or("?"),
+                c.to
+            );
+        }
+    };
+    match verb {
+        TuneVerb::Show { json: true } => print_json(&tuner.state()?)?,
+        TuneVerb::Show { json: false } => print!("{}", tuning::text::render(&tuner.state()?)),
+        TuneVerb::Apply {
+            preset,
+            cluster,
+            accept_thermal_risk,
+        } => {
+            let req = TuningRequest {
+                preset: Some(preset),
+                cluster,
+                accept_thermal_risk,
+                ..Default::default()
+            };
+            print_changes(tuner.apply(&req).await?);
+        }
+        TuneVerb::Set {
+            target,
+            values,
+            accept_thermal_risk,
+        } => {
+            let mut req = tuning::request_from_pairs(&target, &values)?;
+            req.accept_thermal_risk = accept_thermal_risk;
+            print_changes(tuner.apply(&req).await?);
+        }
+        TuneVerb::ExportSysfs => print!("{}", tuner.export_sysfs()?),
+        TuneVerb::Events => {
+            for e in tuner.events()? {
+                println!("{} {}", e.at, e.message);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -267,11 +359,13 @@ async fn disks_verb(config: Config, host: Host, verb: DisksVerb) -> anyhow::Resu
 
 async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
     let (store, disks) = open_disks(&config, &host)?;
-    let auth = Arc::new(Auth::new(store, &config.data_dir));
+    let auth = Arc::new(Auth::new(store.clone(), &config.data_dir));
     if let Err(err) = disks.reapply_power(None).await {
         tracing::warn!("disk power settings not applied at start: {err}");
     }
     tokio::spawn(hotplug::watch(disks.clone()));
+    let tuner = Arc::new(Tuner::new(host.clone(), store.clone()));
+    tokio::spawn(tuning::keep_applied(tuner.clone(), config.drift_check));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -293,7 +387,17 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
     if let Err(err) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
         tracing::warn!("sd_notify: {err}");
     }
-    api::serve(listener, AppState { auth, disks, host }, shutdown_signal()).await?;
+    api::serve(
+        listener,
+        AppState {
+            auth,
+            disks,
+            tuner,
+            host,
+        },
+        shutdown_signal(),
+    )
+    .await?;
     tracing::info!("stopped");
     Ok(())
 }

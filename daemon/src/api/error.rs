@@ -12,6 +12,7 @@ use crate::auth::AuthError;
 use crate::disks::DiskError;
 use crate::host::HostError;
 use crate::host::runner::RunError;
+use crate::tuning::TuningError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -122,6 +123,27 @@ impl From<DiskError> for ApiError {
             // A tool's own words (mount, mkfs) tell the user what went wrong.
             DiskError::Run(_) | DiskError::Verify(_) => StatusCode::INTERNAL_SERVER_ERROR,
             DiskError::Host(_) | DiskError::Store(_) => return Self::internal(&err),
+        };
+        Self::new(status, err.to_string())
+    }
+}
+
+impl From<TuningError> for ApiError {
+    fn from(err: TuningError) -> Self {
+        let status = match &err {
+            TuningError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            TuningError::ThermalRisk(_) => {
+                return Self::new(StatusCode::CONFLICT, err.to_string())
+                    .with_field("accept_thermal_risk");
+            }
+            TuningError::NoCpufreq => StatusCode::UNPROCESSABLE_ENTITY,
+            TuningError::Restored { .. } | TuningError::NotRestored { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            TuningError::Host(_) | TuningError::Store(_) => return Self::internal(&err),
         };
         Self::new(status, err.to_string())
     }

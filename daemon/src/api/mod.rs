@@ -5,6 +5,7 @@ mod assets;
 mod disks;
 pub mod error;
 mod session;
+mod tuning;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use crate::auth::Auth;
 use crate::disks::Disks;
 use crate::host::Host;
 use crate::inventory::{self, SystemInfo};
+use crate::tuning::Tuner;
 use error::ApiError;
 
 pub use session::COOKIE_NAME;
@@ -27,6 +29,7 @@ pub use session::COOKIE_NAME;
 pub struct AppState {
     pub auth: Arc<Auth>,
     pub disks: Arc<Disks>,
+    pub tuner: Arc<Tuner>,
     pub host: Host,
 }
 
@@ -81,6 +84,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/disks/{name}/mount", post(disks::mount))
         .route("/api/v1/disks/{name}/unmount", post(disks::unmount))
         .route("/api/v1/disks/{name}/power", put(disks::power))
+        .route("/api/v1/tuning", get(tuning::show).put(tuning::apply))
+        .route("/api/v1/tuning/events", get(tuning::events))
         .route("/api/v1/{*rest}", any(unknown_api))
         .route_layer(from_fn_with_state(state.clone(), session::require_session));
     Router::new()

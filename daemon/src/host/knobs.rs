@@ -41,6 +41,24 @@ pub enum Knob {
     },
 }
 
+impl std::fmt::Display for Knob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Knob::Governor { policy } => write!(f, "{policy} governor"),
+            Knob::MinKhz { policy } => write!(f, "{policy} min_khz"),
+            Knob::MaxKhz { policy } => write!(f, "{policy} max_khz"),
+            Knob::Tunable {
+                policy,
+                governor,
+                name,
+            } => write!(f, "{policy} {governor}/{name}"),
+            Knob::ReadAheadKb { disk } => write!(f, "{disk} read_ahead_kb"),
+            Knob::Scheduler { disk } => write!(f, "{disk} scheduler"),
+            Knob::IrqAffinity { irq } => write!(f, "irq {irq} cpus"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GovernorTunables {
     /// (name, value) of each tunable file.
@@ -127,7 +145,7 @@ impl Host {
 
     pub fn write_knob(&self, knob: &Knob, value: &str) -> Result<(), HostError> {
         let path = self.knob_path(knob).ok_or_else(|| HostError::Io {
-            path: PathBuf::from(format!("{knob:?}")),
+            path: PathBuf::from(knob.to_string()),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "the governor is not loaded"),
         })?;
         // One write of the whole value, as `echo v > file` does; sysfs

@@ -6,6 +6,7 @@
 
 pub mod irq;
 pub mod rules;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -142,6 +143,46 @@ pub struct Change {
 pub struct Event {
     pub at: i64,
     pub message: String,
+}
+
+/// `nasd tune set TARGET KEY=VALUE...`: TARGET is a cpufreq policy
+/// (`governor`, `min_khz`, `max_khz`, or a governor tunable) or a disk
+/// (`read_ahead_kb`, `scheduler`).
+pub fn request_from_pairs(target: &str, pairs: &[String]) -> Result<TuningRequest, Invalid> {
+    let mut req = TuningRequest::default();
+    let is_policy = target.starts_with("policy");
+    if is_policy {
+        req.cluster = Some(target.to_owned());
+    } else {
+        req.disk = Some(target.to_owned());
+    }
+    for pair in pairs {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| Invalid::new(pair.clone(), "must be KEY=VALUE"))?;
+        let number = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| Invalid::new(key, format!("'{value}' is not a whole number")))
+        };
+        match (is_policy, key) {
+            (true, "governor") => req.governor = Some(value.to_owned()),
+            (true, "min_khz") => req.min_khz = Some(number()?),
+            (true, "max_khz") => req.max_khz = Some(number()?),
+            (true, tunable) => {
+                req.tunables.insert(tunable.to_owned(), number()?);
+            }
+            (false, "read_ahead_kb") => req.read_ahead_kb = Some(number()?),
+            (false, "scheduler") => req.scheduler = Some(value.to_owned()),
+            (false, other) => {
+                return Err(Invalid::new(
+                    other,
+                    "a disk takes read_ahead_kb or scheduler",
+                ));
+            }
+        }
+    }
+    Ok(req)
 }
 
 /// `4-7` for [4, 5, 6, 7]: the form smp_affinity_list reads back in.
@@ -503,7 +544,7 @@ pub fn export_sysfs(host: &Host, desired: &Desired, state: &TuningState) -> Stri
         match host.knob_sysfs_name(&knob) {
             Some(name) => out.push_str(&format!("{name} = {value}\n")),
             None => out.push_str(&format!(
-                "# {knob:?} = {value} (not in /sys; nasd applies it)\n"
+                "# {knob} = {value} (not in /sys; nasd applies it)\n"
             )),
         }
     }
@@ -612,7 +653,8 @@ impl Tuner {
                 .and_then(|()| match self.host.read_knob(knob) {
                     Ok(Some(back)) if &back == value => Ok(()),
                     Ok(back) => Err(format!(
-                        "{knob:?} reads back {back:?} after writing {value}"
+                        "{knob} reads back {} after writing {value}",
+                        back.as_deref().unwrap_or("nothing")
                     )),
                     Err(e) => Err(e.to_string()),
                 });
@@ -641,7 +683,7 @@ impl Tuner {
                 && !gone
                 && self.host.read_knob(&change.knob).ok().flatten().as_deref() != Some(old)
             {
-                unrestored.push(format!("{:?}", change.knob));
+                unrestored.push(change.knob.to_string());
             }
         }
         tracing::error!("tuning failed ({failed}); restored the previous values");
@@ -661,7 +703,7 @@ fn describe(what: &str, changes: &[Change]) -> String {
         .iter()
         .map(|c| {
             format!(
-                "{:?}: {} -> {}",
+                "{}: {} -> {}",
                 c.knob,
                 c.from.as_deref().unwrap_or("?"),
                 c.to
@@ -679,5 +721,63 @@ pub async fn keep_applied(tuner: Arc<Tuner>, interval: Duration) {
             tracing::warn!("tuning not enforced: {err}");
         }
         tokio::time::sleep(interval).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_compact_as_the_kernel_writes_them() {
+        assert_eq!(cpu_list_string(&[4, 5, 6, 7]), "4-7");
+        assert_eq!(cpu_list_string(&[0, 2, 3]), "0,2-3");
+        assert_eq!(cpu_list_string(&[]), "");
+    }
+
+    #[test]
+    fn set_pairs_become_a_request() {
+        let pairs = ["governor=ondemand", "up_threshold=80", "max_khz=1800000"].map(String::from);
+        let req = request_from_pairs("policy4", &pairs).unwrap();
+        assert_eq!(req.cluster.as_deref(), Some("policy4"));
+        assert_eq!(req.governor.as_deref(), Some("ondemand"));
+        assert_eq!(req.tunables["up_threshold"], 80);
+        assert_eq!(req.max_khz, Some(1_800_000));
+        let disk = request_from_pairs("sda", &["read_ahead_kb=1024".into()]).unwrap();
+        assert_eq!(
+            (disk.disk.as_deref(), disk.read_ahead_kb),
+            (Some("sda"), Some(1024))
+        );
+        assert_eq!(
+            request_from_pairs("policy0", &["up_threshold=high".into()])
+                .unwrap_err()
+                .field,
+            "up_threshold"
+        );
+        assert_eq!(
+            request_from_pairs("sda", &["nr_requests=4".into()])
+                .unwrap_err()
+                .field,
+            "nr_requests"
+        );
+        assert!(request_from_pairs("policy0", &["io_is_busy".into()]).is_err());
+    }
+
+    #[test]
+    fn time_in_state_is_in_seconds() {
+        let t = time_in_state(Some("200000 150\n1400000 25"));
+        assert_eq!(
+            t,
+            [
+                FreqTime {
+                    khz: 200_000,
+                    secs: 1.5
+                },
+                FreqTime {
+                    khz: 1_400_000,
+                    secs: 0.25
+                }
+            ]
+        );
     }
 }

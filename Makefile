@@ -70,3 +70,4 @@ cross:
 bench: deps
 	$(CARGO) build --locked --release
 	bash tests/bench/mount-options.sh
+	bash tests/bench/samba.sh

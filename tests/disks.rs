@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, Reply, fixture};
+use common::{Daemon, Immutable, Reply, fixture};
 use serde_json::{Value, json};
 
 const HAND_WRITTEN_FSTAB: &str = "# /etc/fstab: written by hand\n\
@@ -572,24 +572,6 @@ fn a_damaged_nasd_block_in_fstab_is_refused_not_guessed() {
         Value::Null,
         "nothing mounted"
     );
-}
-
-/// Makes a file immutable (even to root) until dropped.
-struct Immutable(PathBuf);
-
-impl Immutable {
-    fn new(path: PathBuf) -> Self {
-        run("chattr", &["+i", path.to_str().unwrap()]);
-        Immutable(path)
-    }
-}
-
-impl Drop for Immutable {
-    fn drop(&mut self) {
-        let _ = Command::new("chattr")
-            .args(["-i", self.0.to_str().unwrap()])
-            .status();
-    }
 }
 
 #[test]

@@ -12,6 +12,8 @@ apt_packages=(
   util-linux fdisk psmisc                              # losetup, blkid, wipefs, mount; sfdisk
   e2fsprogs xfsprogs btrfs-progs ntfs-3g exfatprogs dosfstools  # mkfs.* and ntfs-3g over FUSE
   smartmontools hdparm                                 # SMART, spindown
+  samba smbclient samba-common-bin nfs-kernel-server   # smbd, testparm, smbcontrol, pdbedit, exportfs
+  bc                                                   # arithmetic in the benchmark scripts
 )
 rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)
 rust_components=(rustfmt clippy)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, fixture};
+use common::{Daemon, Immutable, fixture};
 use serde_json::{Value, json};
 
 const CPUFREQ: &str = "sys/devices/system/cpu/cpufreq";
@@ -107,29 +107,6 @@ fn assert_unchanged(before: &BTreeMap<PathBuf, String>, after: &BTreeMap<PathBuf
         .map(|(path, value)| format!("{}: {:?} -> {value:?}", path.display(), before.get(path)))
         .collect();
     assert!(changed.is_empty(), "changed:\n{}", changed.join("\n"));
-}
-
-/// Makes a file immutable (even to root) until dropped.
-struct Immutable(PathBuf);
-
-impl Immutable {
-    fn new(path: PathBuf) -> Self {
-        assert!(
-            Command::new("chattr")
-                .arg("+i")
-                .arg(&path)
-                .status()
-                .unwrap()
-                .success()
-        );
-        Immutable(path)
-    }
-}
-
-impl Drop for Immutable {
-    fn drop(&mut self) {
-        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
-    }
 }
 
 #[test]

@@ -7,6 +7,7 @@ pub mod config;
 pub mod disks;
 pub mod host;
 pub mod inventory;
+pub mod shares;
 pub mod store;
 pub mod tuning;
 pub mod validate;

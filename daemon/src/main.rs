@@ -15,6 +15,7 @@ use nasd::disks::{Disks, FormatRequest, MountRequest, hotplug, text};
 use nasd::host::runner::Runner;
 use nasd::host::{self, Host};
 use nasd::inventory;
+use nasd::shares::{self, ShareRequest, Shares};
 use nasd::store::Store;
 use nasd::tuning::{self, Tuner, TuningRequest};
 
@@ -64,6 +65,74 @@ enum Command {
     Tune {
         #[command(subcommand)]
         verb: TuneVerb,
+    },
+    /// Shared folders over Samba and NFS
+    Shares {
+        #[command(subcommand)]
+        verb: SharesVerb,
+    },
+    /// Samba users (backed by no-login system users)
+    Users {
+        #[command(subcommand)]
+        verb: UsersVerb,
+    },
+}
+
+#[derive(Subcommand)]
+enum SharesVerb {
+    /// Shares and the state of the Samba and NFS services
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Share a folder on a data disk
+    Add {
+        name: String,
+        #[arg(long)]
+        path: String,
+        #[arg(long, default_value = "")]
+        comment: String,
+        #[arg(long)]
+        read_only: bool,
+        /// Open without a password
+        #[arg(long)]
+        guest: bool,
+        /// Samba users allowed in, comma-separated (default: all)
+        #[arg(long, value_delimiter = ',')]
+        users: Vec<String>,
+        /// Offer it to Macs as a Time Machine destination
+        #[arg(long)]
+        time_machine: bool,
+        /// Also export over NFS to these hosts or networks, comma-separated
+        #[arg(long, value_delimiter = ',')]
+        nfs_clients: Vec<String>,
+        /// Allow a folder on the system's own filesystem
+        #[arg(long)]
+        force: bool,
+    },
+    /// Stop sharing a folder (the folder and its files stay)
+    Remove { name: String },
+}
+
+#[derive(Subcommand)]
+enum UsersVerb {
+    List,
+    /// Add a user; the password is asked for (or read from standard input)
+    Add {
+        name: String,
+    },
+    /// Change a user's password (asked for, or read from standard input)
+    Passwd {
+        name: String,
+    },
+    Disable {
+        name: String,
+    },
+    Enable {
+        name: String,
+    },
+    Remove {
+        name: String,
     },
 }
 
@@ -206,6 +275,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Disks { verb } => runtime()?.block_on(disks_verb(config, host, verb)),
         Command::Tune { verb } => runtime()?.block_on(tune_verb(config, host, verb)),
+        Command::Shares { verb } => runtime()?.block_on(shares_verb(config, host, verb)),
+        Command::Users { verb } => runtime()?.block_on(users_verb(config, host, verb)),
     }
 }
 
@@ -231,6 +302,139 @@ fn open_disks(config: &Config, host: &Host) -> anyhow::Result<(Arc<Store>, Arc<D
 
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn open_shares(config: &Config, host: &Host) -> anyhow::Result<Shares> {
+    let store = Arc::new(Store::open(&config.data_dir)?);
+    Ok(Shares::new(host.clone(), Runner::default(), store))
+}
+
+fn print_applied(applied: &shares::Applied) {
+    for warning in &applied.warnings {
+        println!("warning: {warning}");
+    }
+}
+
+async fn shares_verb(config: Config, host: Host, verb: SharesVerb) -> anyhow::Result<()> {
+    let shares = open_shares(&config, &host)?;
+    match verb {
+        SharesVerb::List { json: true } => print_json(&shares.list().await?)?,
+        SharesVerb::List { json: false } => {
+            let list = shares.list().await?;
+            for s in &list.shares {
+                let access = if s.guest {
+                    "guests".to_owned()
+                } else if s.users.is_empty() {
+                    "all users".to_owned()
+                } else {
+                    s.users.join(",")
+                };
+                let nfs = s
+                    .nfs
+                    .as_ref()
+                    .map_or_else(String::new, |n| format!(", NFS to {}", n.clients.join(",")));
+                println!(
+                    "{}: {} ({}, {}{nfs})",
+                    s.name,
+                    s.path,
+                    if s.read_only {
+                        "read-only"
+                    } else {
+                        "read-write"
+                    },
+                    access
+                );
+            }
+            let st = &list.status;
+            println!(
+                "smbd {}, NFS server {}",
+                if st.smbd_running {
+                    "running"
+                } else {
+                    "not running"
+                },
+                if st.nfs_available {
+                    "running"
+                } else {
+                    "not running"
+                }
+            );
+        }
+        SharesVerb::Add {
+            name,
+            path,
+            comment,
+            read_only,
+            guest,
+            users,
+            time_machine,
+            nfs_clients,
+            force,
+        } => {
+            let nfs = (!nfs_clients.is_empty()).then_some(shares::NfsExport {
+                clients: nfs_clients,
+                read_only: false,
+            });
+            let req = ShareRequest {
+                name,
+                path,
+                comment,
+                read_only,
+                guest,
+                users,
+                time_machine,
+                nfs,
+                force,
+            };
+            print_applied(&shares.add(req).await?);
+            println!("shared");
+        }
+        SharesVerb::Remove { name } => {
+            print_applied(&shares.remove(&name).await?);
+            println!("removed; the folder and its files are kept");
+        }
+    }
+    Ok(())
+}
+
+/// A password from the terminal (asked twice), or the first line of
+/// standard input when it is not a terminal: never from the command line,
+/// where other users could read it.
+fn read_password() -> anyhow::Result<String> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("Password: ")?;
+        let again = rpassword::prompt_password("Again: ")?;
+        anyhow::ensure!(first == again, "the passwords differ");
+        Ok(first)
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        Ok(line.trim_end_matches(['\n', '\r']).to_owned())
+    }
+}
+
+async fn users_verb(config: Config, host: Host, verb: UsersVerb) -> anyhow::Result<()> {
+    let shares = open_shares(&config, &host)?;
+    match verb {
+        UsersVerb::List => {
+            for u in shares.users().await? {
+                let state = if u.disabled { "disabled" } else { "enabled" };
+                let origin = if u.managed {
+                    "made by nasd"
+                } else {
+                    "made outside nasd"
+                };
+                println!("{} ({state}, {origin})", u.name);
+            }
+        }
+        UsersVerb::Add { name } => shares.add_user(&name, &read_password()?).await?,
+        UsersVerb::Passwd { name } => shares.set_password(&name, &read_password()?).await?,
+        UsersVerb::Disable { name } => shares.set_enabled(&name, false).await?,
+        UsersVerb::Enable { name } => shares.set_enabled(&name, true).await?,
+        UsersVerb::Remove { name } => shares.remove_user(&name).await?,
+    }
     Ok(())
 }
 
@@ -365,6 +569,7 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
     }
     tokio::spawn(hotplug::watch(disks.clone()));
     let tuner = Arc::new(Tuner::new(host.clone(), store.clone()));
+    let shares = Arc::new(Shares::new(host.clone(), Runner::default(), store.clone()));
     tokio::spawn(tuning::keep_applied(tuner.clone(), config.drift_check));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -393,6 +598,7 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
             auth,
             disks,
             tuner,
+            shares,
             host,
         },
         shutdown_signal(),

@@ -6,10 +6,12 @@
 set -euo pipefail
 nasd=${NASD:-target/release/nasd}
 work=$(mktemp -d)
-loops=()
 cleanup() {
   for mp in "$work"/mnt/* "$work"/srv/*; do mountpoint -q "$mp" 2>/dev/null && umount -l "$mp"; done
-  for lo in "${loops[@]}"; do losetup -d "$lo" 2>/dev/null || true; done
+  # Loops still attached to this run's images (after a failure midway).
+  for img in "$work"/*.img; do
+    losetup -j "$img" 2>/dev/null | cut -d: -f1 | xargs -r -n1 losetup -d 2>/dev/null
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -39,7 +41,6 @@ measure() { # fs mkfs-command... ; prints "defaults-median range nasd-median ran
   truncate -s 1536M "$work/$fs.img"
   local lo
   lo=$(losetup --find --show "$work/$fs.img")
-  loops+=("$lo")
   "$@" "$lo" >/dev/null 2>&1
   local plain=$work/mnt/$fs defaults_type=$fs name=${lo#/dev/} mp options
   [ "$fs" = ntfs ] && defaults_type=ntfs-3g
@@ -55,6 +56,9 @@ measure() { # fs mkfs-command... ; prints "defaults-median range nasd-median ran
     tuned+=("$(write_speed "$mp")")
     run_nasd disks unmount "$name" >/dev/null
   done
+  # measure runs in a subshell (process substitution): detach here, the
+  # parent's cleanup never sees this loop.
+  losetup -d "$lo"
   echo "$(echo "${defaults[*]}" | summary) $(echo "${tuned[*]}" | summary) $options"
 }
 

@@ -111,27 +111,21 @@ impl Daemon {
         headers: &[(&str, &str)],
     ) -> Reply {
         let url = format!("{}/{path}", self.base);
-        let mut response = match body {
-            None => {
-                let mut req = match method {
-                    "GET" => self.agent.get(&url),
-                    _ => unreachable!("bodyless requests are GETs here"),
-                };
+        macro_rules! with_headers {
+            ($req:expr) => {{
+                let mut req = $req;
                 for (k, v) in headers {
                     req = req.header(*k, *v);
                 }
-                req.call()
-            }
-            Some(body) => {
-                let mut req = match method {
-                    "PUT" => self.agent.put(&url),
-                    _ => self.agent.post(&url),
-                };
-                for (k, v) in headers {
-                    req = req.header(*k, *v);
-                }
-                req.send_json(&body)
-            }
+                req
+            }};
+        }
+        let mut response = match (method, body) {
+            ("GET", _) => with_headers!(self.agent.get(&url)).call(),
+            ("DELETE", _) => with_headers!(self.agent.delete(&url)).call(),
+            ("PUT", Some(body)) => with_headers!(self.agent.put(&url)).send_json(&body),
+            ("POST", Some(body)) => with_headers!(self.agent.post(&url)).send_json(&body),
+            (other, _) => unreachable!("{other} without a body"),
         }
         .expect("HTTP exchange");
         let cookies = response
@@ -214,4 +208,27 @@ pub fn session_from(reply: &Reply) -> String {
     let value = cookie["nasd_session=".len()..].split(';').next().unwrap();
     assert_eq!(value.len(), 64, "{cookie}");
     value.to_owned()
+}
+
+/// Makes a file immutable (even to root) until dropped.
+pub struct Immutable(PathBuf);
+
+impl Immutable {
+    pub fn new(path: PathBuf) -> Self {
+        assert!(
+            Command::new("chattr")
+                .arg("+i")
+                .arg(&path)
+                .status()
+                .unwrap()
+                .success()
+        );
+        Immutable(path)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
 }

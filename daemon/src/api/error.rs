@@ -12,6 +12,7 @@ use crate::auth::AuthError;
 use crate::disks::DiskError;
 use crate::host::HostError;
 use crate::host::runner::RunError;
+use crate::shares::ShareError;
 use crate::tuning::TuningError;
 
 #[derive(Debug)]
@@ -144,6 +145,25 @@ impl From<TuningError> for ApiError {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
             TuningError::Host(_) | TuningError::Store(_) => return Self::internal(&err),
+        };
+        Self::new(status, err.to_string())
+    }
+}
+
+impl From<ShareError> for ApiError {
+    fn from(err: ShareError) -> Self {
+        let status = match &err {
+            ShareError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            ShareError::NotFound(_) => StatusCode::NOT_FOUND,
+            ShareError::Exists(_) | ShareError::InUse(_) => StatusCode::CONFLICT,
+            ShareError::Rejected { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ShareError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ShareError::Run(RunError::NotInstalled { .. }) => StatusCode::NOT_IMPLEMENTED,
+            ShareError::Restored(_) | ShareError::Run(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ShareError::Host(_) | ShareError::Store(_) => return Self::internal(&err),
         };
         Self::new(status, err.to_string())
     }

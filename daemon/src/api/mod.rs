@@ -5,6 +5,7 @@ mod assets;
 mod disks;
 pub mod error;
 mod session;
+mod shares;
 mod tuning;
 
 use std::future::Future;
@@ -20,6 +21,7 @@ use crate::auth::Auth;
 use crate::disks::Disks;
 use crate::host::Host;
 use crate::inventory::{self, SystemInfo};
+use crate::shares::Shares;
 use crate::tuning::Tuner;
 use error::ApiError;
 
@@ -30,6 +32,7 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     pub disks: Arc<Disks>,
     pub tuner: Arc<Tuner>,
+    pub shares: Arc<Shares>,
     pub host: Host,
 }
 
@@ -86,6 +89,16 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/disks/{name}/power", put(disks::power))
         .route("/api/v1/tuning", get(tuning::show).put(tuning::apply))
         .route("/api/v1/tuning/events", get(tuning::events))
+        .route("/api/v1/shares", get(shares::list).post(shares::add))
+        .route(
+            "/api/v1/shares/{name}",
+            put(shares::update).delete(shares::remove),
+        )
+        .route("/api/v1/users", get(shares::users).post(shares::add_user))
+        .route(
+            "/api/v1/users/{name}",
+            put(shares::update_user).delete(shares::remove_user),
+        )
         .route("/api/v1/{*rest}", any(unknown_api))
         .route_layer(from_fn_with_state(state.clone(), session::require_session));
     Router::new()

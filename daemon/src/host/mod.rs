@@ -93,15 +93,20 @@ impl Host {
         use std::os::unix::fs::PermissionsExt;
         let target = self.etc_path(name);
         let dir = target.parent().unwrap_or(&self.etc).to_path_buf();
-        let temp = dir.join(format!(".{name}.nasd-tmp"));
+        // `name` may have folders in it (`samba/smb.conf`).
+        let file_name = target
+            .file_name()
+            .map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
+        let temp = dir.join(format!(".{file_name}.nasd-tmp"));
         let mode = std::fs::metadata(&target).map_or(0o644, |m| m.permissions().mode());
         let write = || -> io::Result<()> {
+            std::fs::create_dir_all(&dir)?;
             let mut file = std::fs::File::create(&temp)?;
             file.write_all(contents.as_bytes())?;
             file.set_permissions(std::fs::Permissions::from_mode(mode))?;
             file.sync_all()?;
             if target.exists() {
-                std::fs::copy(&target, dir.join(format!("{name}.nasd-previous")))?;
+                std::fs::copy(&target, dir.join(format!("{file_name}.nasd-previous")))?;
             }
             std::fs::rename(&temp, &target)?;
             std::fs::File::open(&dir)?.sync_all()
@@ -128,6 +133,62 @@ impl Host {
     /// that has not sampled yet).
     pub fn read_text(&self, system_path: &str) -> Result<Option<String>, HostError> {
         read_attr(&self.resolve(system_path))
+    }
+
+    /// Removes an `/etc` file nasd wrote; one already gone is fine.
+    pub fn remove_etc(&self, name: &str) {
+        let _ = std::fs::remove_file(self.etc_path(name));
+    }
+
+    /// Whether systemd manages this machine (it may start services).
+    pub fn systemd_running(&self) -> bool {
+        self.resolve("/run/systemd/system").is_dir()
+    }
+
+    /// Whether the kernel NFS server is up (its control filesystem).
+    pub fn nfsd_running(&self) -> bool {
+        self.resolve("/proc/fs/nfsd/exports").exists()
+    }
+
+    /// A system path with every part that exists resolved (symlinks
+    /// followed), and the parts that do not exist yet appended unchanged.
+    pub fn resolve_existing(&self, path: &Path) -> Result<PathBuf, HostError> {
+        let full = self.resolve(&path.to_string_lossy());
+        let mut existing = full.as_path();
+        let mut missing = Vec::new();
+        while !existing.exists() {
+            let Some(parent) = existing.parent() else {
+                break;
+            };
+            if let Some(name) = existing.file_name() {
+                missing.push(name.to_owned());
+            }
+            existing = parent;
+        }
+        let mut resolved = existing.canonicalize().map_err(|e| io_error(existing, e))?;
+        resolved.extend(missing.iter().rev());
+        let relative = resolved.strip_prefix(&self.root).unwrap_or(&resolved);
+        Ok(Path::new("/").join(relative))
+    }
+
+    /// Makes a shared folder if it is missing, with `mode` and group `gid`;
+    /// an existing folder is left as its owner set it.
+    pub fn create_share_dir(
+        &self,
+        path: &Path,
+        mode: u32,
+        gid: Option<u32>,
+    ) -> Result<(), HostError> {
+        use std::os::unix::fs::PermissionsExt;
+        let full = self.resolve(&path.to_string_lossy());
+        if full.is_dir() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&full).map_err(|e| io_error(&full, e))?;
+        std::os::unix::fs::chown(&full, None, gid).map_err(|e| io_error(&full, e))?;
+        // After chown, which clears the setgid bit.
+        std::fs::set_permissions(&full, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| io_error(&full, e))
     }
 
     /// Names in a directory, sorted; a missing directory is empty.
@@ -277,6 +338,9 @@ mod tests {
         )
         .unwrap();
         host.write_etc_atomic("fstab", "two\n").unwrap();
+        host.write_etc_atomic("samba/smb.conf", "[global]\n")
+            .unwrap();
+        assert!(etc.path().join("samba/smb.conf").is_file());
         assert_eq!(host.read_etc("fstab").unwrap().as_deref(), Some("two\n"));
         let previous = std::fs::read_to_string(etc.path().join("fstab.nasd-previous")).unwrap();
         assert_eq!(previous, "one\n");

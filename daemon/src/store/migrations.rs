@@ -49,6 +49,16 @@ const MIGRATIONS: &[&str] = &[
          message TEXT NOT NULL
      );
      CREATE INDEX events_by_source ON events(source, id);",
+    // 4: shared folders (as JSON documents: the render input), and the
+    // Samba users nasd manages, with whether nasd made their system user.
+    "CREATE TABLE shares (
+         name     TEXT PRIMARY KEY COLLATE NOCASE,
+         document TEXT NOT NULL
+     );
+     CREATE TABLE samba_users (
+         name                TEXT PRIMARY KEY,
+         created_system_user INTEGER NOT NULL
+     );",
 ];
 
 pub fn latest() -> u32 {

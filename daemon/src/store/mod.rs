@@ -7,6 +7,7 @@
 mod disks;
 mod migrations;
 mod settings;
+mod shares;
 mod users;
 
 use std::path::{Path, PathBuf};

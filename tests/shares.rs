@@ -439,6 +439,30 @@ fn nfs_exports_and_announcements_are_rendered() {
         )),
         "{exports}"
     );
+    // exportfs parses what nasd wrote: in a private mount namespace where
+    // /etc/exports and /var/lib/nfs are this test's copies, so the
+    // machine's own files are not touched (no NFS server runs here).
+    let scratch = nas.dir.path().join("nfs-state");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let exports_file = nas.dir.path().join("etc/exports.d/nasd.exports");
+    let script = format!(
+        "mount --bind {} /etc/exports && mount --bind {} /var/lib/nfs && exportfs -ra && cat /var/lib/nfs/etab",
+        exports_file.display(),
+        scratch.display()
+    );
+    let parsed = run("unshare", &["-m", "--", "sh", "-c", &script]);
+    assert!(
+        parsed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    let etab = String::from_utf8_lossy(&parsed.stdout);
+    assert!(
+        etab.contains(&format!("{}\t10.0.0.0/24(rw,sync,", nas.data("k8s"))),
+        "{etab}"
+    );
+    assert!(etab.contains("root_squash"));
+
     let status = nas.daemon.get("shares", Some(&nas.session)).body["status"].clone();
     if status["nfs_available"] == false {
         // No kernel NFS server here: written, and said so, not failed.

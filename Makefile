@@ -71,3 +71,4 @@ bench: deps
 	$(CARGO) build --locked --release
 	bash tests/bench/mount-options.sh
 	bash tests/bench/samba.sh
+	bash tests/bench/iperf3.sh

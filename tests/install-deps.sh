@@ -13,6 +13,7 @@ apt_packages=(
   e2fsprogs xfsprogs btrfs-progs ntfs-3g exfatprogs dosfstools  # mkfs.* and ntfs-3g over FUSE
   smartmontools hdparm                                 # SMART, spindown
   samba smbclient samba-common-bin nfs-kernel-server   # smbd, testparm, smbcontrol, pdbedit, exportfs
+  iperf3                                               # the peer of the network benchmarks
   bc                                                   # arithmetic in the benchmark scripts
 )
 rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)

@@ -36,6 +36,8 @@ pub struct Config {
     pub sample_interval: Duration,
     /// How often the tuning is checked against what the kernel has.
     pub drift_check: Duration,
+    /// The iperf3 server's port; 0 turns it off.
+    pub iperf3_port: u16,
 }
 
 impl Default for Config {
@@ -48,6 +50,7 @@ impl Default for Config {
             mount_base: PathBuf::from("/srv"),
             sample_interval: Duration::from_secs(10),
             drift_check: Duration::from_secs(60),
+            iperf3_port: 5201,
         }
     }
 }
@@ -63,6 +66,7 @@ struct ConfigFile {
     mount_base: Option<PathBuf>,
     sample_interval_secs: Option<u64>,
     drift_check_secs: Option<u64>,
+    iperf3_port: Option<u16>,
 }
 
 const SAMPLE_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
@@ -126,6 +130,9 @@ impl Config {
         if let Some(secs) = file.sample_interval_secs {
             config.sample_interval =
                 seconds("sample_interval_secs", secs, &SAMPLE_RANGE_SECS).map_err(invalid)?;
+        }
+        if let Some(port) = file.iperf3_port {
+            config.iperf3_port = port;
         }
         if let Some(secs) = file.drift_check_secs {
             config.drift_check =

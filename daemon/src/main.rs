@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 use nasd::api::{self, AppState};
 use nasd::auth::Auth;
+use nasd::bench::net::{ClientOptions, NetBench, NetRun};
 use nasd::config::{self, Config};
 use nasd::disks::power::PowerSettings;
 use nasd::disks::{Disks, FormatRequest, MountRequest, hotplug, text};
@@ -49,6 +50,9 @@ enum Command {
         /// Where the database and the setup token live
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
+        /// Port of the built-in iperf3 server; 0 turns it off
+        #[arg(long, value_name = "N")]
+        iperf3_port: Option<u16>,
     },
     /// Show board, CPU clusters, temperatures, memory and network
     Status {
@@ -75,6 +79,40 @@ enum Command {
     Users {
         #[command(subcommand)]
         verb: UsersVerb,
+    },
+    /// Benchmarks
+    Bench {
+        #[command(subcommand)]
+        verb: BenchVerb,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchVerb {
+    /// Network throughput against an iperf3 server (or another nasd)
+    Net {
+        /// HOST or HOST:PORT (port 5201 by default)
+        #[arg(long)]
+        peer: String,
+        /// The server sends (iperf3 -R)
+        #[arg(long)]
+        reverse: bool,
+        /// Both send at once (iperf3 --bidir)
+        #[arg(long)]
+        bidir: bool,
+        /// Parallel streams
+        #[arg(long, default_value_t = 1)]
+        parallel: u32,
+        /// Seconds
+        #[arg(long, default_value_t = 10)]
+        time: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Network tests served and run, newest first
+    NetRuns {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -264,7 +302,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve { listen, data_dir } => {
+        Command::Serve {
+            listen,
+            data_dir,
+            iperf3_port,
+        } => {
+            if let Some(port) = iperf3_port {
+                config.iperf3_port = port;
+            }
             if let Some(listen) = listen {
                 config.listen = config::parse_listen("--listen", &listen)?;
             }
@@ -277,6 +322,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tune { verb } => runtime()?.block_on(tune_verb(config, host, verb)),
         Command::Shares { verb } => runtime()?.block_on(shares_verb(config, host, verb)),
         Command::Users { verb } => runtime()?.block_on(users_verb(config, host, verb)),
+        Command::Bench { verb } => runtime()?.block_on(bench_verb(config, verb)),
     }
 }
 
@@ -302,6 +348,65 @@ fn open_disks(config: &Config, host: &Host) -> anyhow::Result<(Arc<Store>, Arc<D
 
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn print_net_run(run: &NetRun) {
+    let flow = |name: &str, f: &Option<nasd::bench::net::Flow>| {
+        if let Some(f) = f {
+            let retransmits = f
+                .retransmits
+                .map_or_else(String::new, |r| format!(", {r} retransmits"));
+            println!(
+                "  {name}: {:.1} Mbit/s ({} bytes{retransmits})",
+                f.bits_per_second / 1e6,
+                f.bytes
+            );
+        }
+    };
+    println!(
+        "#{} {:?} {} {:?}, {} stream(s), {:.1} s",
+        run.id, run.role, run.peer, run.mode, run.streams, run.seconds
+    );
+    flow("client to server", &run.client_to_server);
+    flow("server to client", &run.server_to_client);
+}
+
+async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
+    let store = Arc::new(Store::open(&config.data_dir)?);
+    let bench = NetBench::new(store);
+    match verb {
+        BenchVerb::Net {
+            peer,
+            reverse,
+            bidir,
+            parallel,
+            time,
+            json,
+        } => {
+            let options = ClientOptions {
+                peer,
+                reverse,
+                bidir,
+                parallel,
+                time,
+            };
+            let run = bench.run_client(&options).await?;
+            if json {
+                print_json(&run)?;
+            } else {
+                print_net_run(&run);
+            }
+        }
+        BenchVerb::NetRuns { json } => {
+            let runs = bench.history().list(100)?;
+            if json {
+                print_json(&runs)?;
+            } else {
+                runs.iter().for_each(print_net_run);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -570,6 +675,13 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
     tokio::spawn(hotplug::watch(disks.clone()));
     let tuner = Arc::new(Tuner::new(host.clone(), store.clone()));
     let shares = Arc::new(Shares::new(host.clone(), Runner::default(), store.clone()));
+    let net = Arc::new(NetBench::new(store.clone()));
+    if config.iperf3_port != 0
+        && let Err(err) = net.set_server_port(config.iperf3_port).await
+    {
+        // The rest of the daemon is useful without it.
+        tracing::error!("iperf3 server not started: {err}");
+    }
     tokio::spawn(tuning::keep_applied(tuner.clone(), config.drift_check));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -599,6 +711,7 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
             disks,
             tuner,
             shares,
+            net,
             host,
         },
         shutdown_signal(),

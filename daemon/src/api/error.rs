@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::bench::net::NetError;
 use crate::disks::DiskError;
 use crate::host::HostError;
 use crate::host::runner::RunError;
@@ -164,6 +165,24 @@ impl From<ShareError> for ApiError {
             ShareError::Run(RunError::NotInstalled { .. }) => StatusCode::NOT_IMPLEMENTED,
             ShareError::Restored(_) | ShareError::Run(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ShareError::Host(_) | ShareError::Store(_) => return Self::internal(&err),
+        };
+        Self::new(status, err.to_string())
+    }
+}
+
+impl From<NetError> for ApiError {
+    fn from(err: NetError) -> Self {
+        let status = match &err {
+            NetError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            NetError::NotFound(_) => StatusCode::NOT_FOUND,
+            NetError::Busy => StatusCode::CONFLICT,
+            NetError::Bind { .. } => StatusCode::CONFLICT,
+            // The peer's fault or the network's: a gateway-style failure.
+            NetError::Refused { .. } | NetError::Protocol(_) => StatusCode::BAD_GATEWAY,
+            NetError::Store(_) => return Self::internal(&err),
         };
         Self::new(status, err.to_string())
     }

@@ -2,6 +2,7 @@
 //! read the request, call the domain, map errors once (see [`error`]).
 
 mod assets;
+mod bench;
 mod disks;
 pub mod error;
 mod session;
@@ -18,6 +19,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::auth::Auth;
+use crate::bench::net::NetBench;
 use crate::disks::Disks;
 use crate::host::Host;
 use crate::inventory::{self, SystemInfo};
@@ -33,6 +35,7 @@ pub struct AppState {
     pub disks: Arc<Disks>,
     pub tuner: Arc<Tuner>,
     pub shares: Arc<Shares>,
+    pub net: Arc<NetBench>,
     pub host: Host,
 }
 
@@ -99,6 +102,15 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/users/{name}",
             put(shares::update_user).delete(shares::remove_user),
         )
+        .route(
+            "/api/v1/bench/net",
+            get(bench::net_runs).post(bench::net_run),
+        )
+        .route(
+            "/api/v1/bench/net/server",
+            get(bench::net_server).put(bench::set_net_server),
+        )
+        .route("/api/v1/bench/net/{id}", get(bench::net_run_by_id))
         .route("/api/v1/{*rest}", any(unknown_api))
         .route_layer(from_fn_with_state(state.clone(), session::require_session));
     Router::new()

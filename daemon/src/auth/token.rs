@@ -1,6 +1,6 @@
 //! Random bearer tokens (setup token, session cookies).
 
-use argon2::password_hash::rand_core::{OsRng, RngCore};
+use rand_core::{OsRng, RngCore};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 

@@ -59,6 +59,12 @@ const MIGRATIONS: &[&str] = &[
          name                TEXT PRIMARY KEY,
          created_system_user INTEGER NOT NULL
      );",
+    // 5: network benchmark runs, served and run, as JSON documents.
+    "CREATE TABLE net_runs (
+         id       INTEGER PRIMARY KEY,
+         at       INTEGER NOT NULL,
+         document TEXT NOT NULL
+     );",
 ];
 
 pub fn latest() -> u32 {

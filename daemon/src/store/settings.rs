@@ -50,6 +50,35 @@ impl Store {
     }
 }
 
+impl Store {
+    pub fn add_net_run(&self, at: i64, document: &str) -> Result<i64, StoreError> {
+        let conn = self.lock();
+        conn.execute(
+            "INSERT INTO net_runs (at, document) VALUES (?1, ?2)",
+            params![at, document],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    /// The newest `limit` runs, newest first, as (id, document).
+    pub fn net_runs(&self, limit: u32) -> Result<Vec<(i64, String)>, StoreError> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare("SELECT id, document FROM net_runs ORDER BY id DESC LIMIT ?1")?;
+        let rows = stmt.query_map([limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn net_run(&self, id: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .lock()
+            .query_row("SELECT document FROM net_runs WHERE id = ?1", [id], |row| {
+                row.get(0)
+            })
+            .optional()?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

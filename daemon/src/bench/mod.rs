@@ -1,0 +1,3 @@
+//! Benchmarks that give figures people can put beside the standard tools'.
+
+pub mod net;

@@ -61,21 +61,26 @@ impl Loop {
 
 impl Drop for Loop {
     fn drop(&mut self) {
-        let dev = self.dev();
-        for line in std::fs::read_to_string("/proc/self/mountinfo")
-            .unwrap_or_default()
-            .lines()
-        {
-            if line.contains(&format!(" {dev} ")) {
-                let mountpoint = line.split(' ').nth(4).unwrap_or_default();
-                let _ = Command::new("umount").args(["-l", mountpoint]).status();
+        // Only loops still attached to this test's file: a test may have
+        // detached its own already, and the kernel reuses the name at once
+        // for another test's loop, which must not be touched.
+        let attached = Command::new("losetup")
+            .args(["-j", self.backing()])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        for dev in attached.lines().filter_map(|l| l.split(':').next()) {
+            for line in std::fs::read_to_string("/proc/self/mountinfo")
+                .unwrap_or_default()
+                .lines()
+            {
+                if line.contains(&format!(" {dev} ")) {
+                    let mountpoint = line.split(' ').nth(4).unwrap_or_default();
+                    let _ = Command::new("umount").args(["-l", mountpoint]).status();
+                }
             }
+            let _ = Command::new("losetup").args(["-d", dev]).status();
         }
-        // Already gone when a test detached it itself.
-        let _ = Command::new("losetup")
-            .args(["-d", &dev])
-            .stderr(std::process::Stdio::null())
-            .status();
     }
 }
 

@@ -38,6 +38,8 @@ pub struct Config {
     pub drift_check: Duration,
     /// The iperf3 server's port; 0 turns it off.
     pub iperf3_port: u16,
+    /// How often the batch of samples is written (0: every sample).
+    pub commit_interval: Duration,
 }
 
 impl Default for Config {
@@ -51,6 +53,7 @@ impl Default for Config {
             sample_interval: Duration::from_secs(10),
             drift_check: Duration::from_secs(60),
             iperf3_port: 5201,
+            commit_interval: Duration::from_secs(300),
         }
     }
 }
@@ -67,12 +70,14 @@ struct ConfigFile {
     sample_interval_secs: Option<u64>,
     drift_check_secs: Option<u64>,
     iperf3_port: Option<u16>,
+    commit_interval_secs: Option<u64>,
 }
 
-const SAMPLE_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
+pub const SAMPLE_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
 const DRIFT_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=86_400;
+pub const COMMIT_RANGE_SECS: std::ops::RangeInclusive<u64> = 0..=3600;
 
-fn seconds(
+pub fn seconds(
     field: &str,
     value: u64,
     range: &std::ops::RangeInclusive<u64>,
@@ -130,6 +135,10 @@ impl Config {
         if let Some(secs) = file.sample_interval_secs {
             config.sample_interval =
                 seconds("sample_interval_secs", secs, &SAMPLE_RANGE_SECS).map_err(invalid)?;
+        }
+        if let Some(secs) = file.commit_interval_secs {
+            config.commit_interval =
+                seconds("commit_interval_secs", secs, &COMMIT_RANGE_SECS).map_err(invalid)?;
         }
         if let Some(port) = file.iperf3_port {
             config.iperf3_port = port;

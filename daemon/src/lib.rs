@@ -8,6 +8,7 @@ pub mod config;
 pub mod disks;
 pub mod host;
 pub mod inventory;
+pub mod monitor;
 pub mod shares;
 pub mod store;
 pub mod tuning;

@@ -16,6 +16,7 @@ use nasd::disks::{Disks, FormatRequest, MountRequest, hotplug, text};
 use nasd::host::runner::Runner;
 use nasd::host::{self, Host};
 use nasd::inventory;
+use nasd::monitor::Monitor;
 use nasd::shares::{self, ShareRequest, Shares};
 use nasd::store::Store;
 use nasd::tuning::{self, Tuner, TuningRequest};
@@ -53,6 +54,12 @@ enum Command {
         /// Port of the built-in iperf3 server; 0 turns it off
         #[arg(long, value_name = "N")]
         iperf3_port: Option<u16>,
+        /// Seconds between monitoring samples (1-3600)
+        #[arg(long, value_name = "SECONDS")]
+        sample_interval: Option<u64>,
+        /// Seconds between writes of the sample batch (0: every sample)
+        #[arg(long, value_name = "SECONDS")]
+        commit_interval: Option<u64>,
     },
     /// Show board, CPU clusters, temperatures, memory and network
     Status {
@@ -306,7 +313,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             listen,
             data_dir,
             iperf3_port,
+            sample_interval,
+            commit_interval,
         } => {
+            if let Some(secs) = sample_interval {
+                config.sample_interval =
+                    config::seconds("--sample-interval", secs, &config::SAMPLE_RANGE_SECS)?;
+            }
+            if let Some(secs) = commit_interval {
+                config.commit_interval =
+                    config::seconds("--commit-interval", secs, &config::COMMIT_RANGE_SECS)?;
+            }
             if let Some(port) = iperf3_port {
                 config.iperf3_port = port;
             }
@@ -675,6 +692,14 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
     tokio::spawn(hotplug::watch(disks.clone()));
     let tuner = Arc::new(Tuner::new(host.clone(), store.clone()));
     let shares = Arc::new(Shares::new(host.clone(), Runner::default(), store.clone()));
+    let monitor = Arc::new(Monitor::new(
+        host.clone(),
+        store.clone(),
+        disks.clone(),
+        config.sample_interval,
+        config.commit_interval,
+    ));
+    let sampling = tokio::spawn(monitor.clone().run());
     let net = Arc::new(NetBench::new(store.clone()));
     if config.iperf3_port != 0
         && let Err(err) = net.set_server_port(config.iperf3_port).await
@@ -712,11 +737,17 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
             tuner,
             shares,
             net,
+            monitor: monitor.clone(),
             host,
         },
         shutdown_signal(),
     )
     .await?;
+    // The samples gathered since the last commit are kept.
+    sampling.abort();
+    if let Err(err) = monitor.commit() {
+        tracing::error!("last monitoring batch lost: {err}");
+    }
     tracing::info!("stopped");
     Ok(())
 }

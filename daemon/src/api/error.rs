@@ -13,6 +13,7 @@ use crate::bench::net::NetError;
 use crate::disks::DiskError;
 use crate::host::HostError;
 use crate::host::runner::RunError;
+use crate::monitor::MonitorError;
 use crate::shares::ShareError;
 use crate::tuning::TuningError;
 
@@ -185,6 +186,20 @@ impl From<NetError> for ApiError {
             NetError::Store(_) => return Self::internal(&err),
         };
         Self::new(status, err.to_string())
+    }
+}
+
+impl From<MonitorError> for ApiError {
+    fn from(err: MonitorError) -> Self {
+        match &err {
+            MonitorError::Invalid(invalid) => {
+                Self::new(StatusCode::BAD_REQUEST, invalid.to_string()).with_field(&invalid.field)
+            }
+            MonitorError::NoSeries(_) => {
+                Self::new(StatusCode::NOT_FOUND, err.to_string()).with_field("series")
+            }
+            MonitorError::Store(_) => Self::internal(&err),
+        }
     }
 }
 

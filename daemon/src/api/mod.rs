@@ -5,6 +5,7 @@ mod assets;
 mod bench;
 mod disks;
 pub mod error;
+mod metrics;
 mod session;
 mod shares;
 mod tuning;
@@ -23,6 +24,7 @@ use crate::bench::net::NetBench;
 use crate::disks::Disks;
 use crate::host::Host;
 use crate::inventory::{self, SystemInfo};
+use crate::monitor::Monitor;
 use crate::shares::Shares;
 use crate::tuning::Tuner;
 use error::ApiError;
@@ -36,6 +38,7 @@ pub struct AppState {
     pub tuner: Arc<Tuner>,
     pub shares: Arc<Shares>,
     pub net: Arc<NetBench>,
+    pub monitor: Arc<Monitor>,
     pub host: Host,
 }
 
@@ -71,7 +74,8 @@ pub fn router(state: AppState) -> Router {
     let public = Router::new()
         .route("/api/v1/health", get(health))
         .route("/api/v1/setup", post(session::setup))
-        .route("/api/v1/login", post(session::login));
+        .route("/api/v1/login", post(session::login))
+        .route("/metrics", get(metrics::prometheus));
     // Unknown API paths sit behind the session check too, so that an
     // anonymous caller cannot map which routes exist.
     let private = Router::new()
@@ -111,6 +115,14 @@ pub fn router(state: AppState) -> Router {
             get(bench::net_server).put(bench::set_net_server),
         )
         .route("/api/v1/bench/net/{id}", get(bench::net_run_by_id))
+        .route("/api/v1/metrics/series", get(metrics::series))
+        .route("/api/v1/metrics/query", get(metrics::query))
+        .route("/api/v1/metrics/self", get(metrics::own_writes))
+        .route(
+            "/api/v1/metrics/token",
+            post(metrics::new_token).delete(metrics::revoke_token),
+        )
+        .route("/api/v1/events", get(metrics::events))
         .route("/api/v1/{*rest}", any(unknown_api))
         .route_layer(from_fn_with_state(state.clone(), session::require_session));
     Router::new()

@@ -52,6 +52,11 @@ pub enum AuthError {
     Store(#[from] StoreError),
 }
 
+/// A new random bearer token (256 bits, hex).
+pub fn random_token() -> String {
+    token::random_hex()
+}
+
 /// A session that was just started: the token goes into the cookie.
 #[derive(Debug)]
 pub struct NewSession {
@@ -102,6 +107,11 @@ impl Auth {
             token_path: data_dir.join(SETUP_TOKEN_FILE),
             throttle: throttle::LoginThrottle::default(),
         }
+    }
+
+    /// The store, for the handlers that keep small settings there.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     pub fn token_path(&self) -> &std::path::Path {

@@ -67,6 +67,23 @@ impl Host {
         self.read_text("/proc/cpuinfo")
     }
 
+    pub fn proc_stat(&self) -> Result<Option<String>, HostError> {
+        self.read_text("/proc/stat")
+    }
+
+    pub fn proc_diskstats(&self) -> Result<Option<String>, HostError> {
+        self.read_text("/proc/diskstats")
+    }
+
+    pub fn proc_net_dev(&self) -> Result<Option<String>, HostError> {
+        self.read_text("/proc/net/dev")
+    }
+
+    /// The daemon's own I/O accounting (bytes it made the disks write).
+    pub fn own_io(&self) -> Result<Option<String>, HostError> {
+        self.read_text("/proc/self/io")
+    }
+
     /// cpufreq policies (`policy0`, `policy4`, ...); none on machines without
     /// frequency scaling.
     pub fn cpufreq_policies(&self) -> Result<Vec<SysEntry>, HostError> {

@@ -53,6 +53,8 @@ pub struct Load {
 pub struct Memory {
     pub total_bytes: u64,
     pub available_bytes: u64,
+    pub swap_total_bytes: u64,
+    pub swap_free_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

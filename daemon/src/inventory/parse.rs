@@ -35,6 +35,16 @@ pub fn word_list(text: &str) -> Vec<String> {
     text.split_whitespace().map(str::to_owned).collect()
 }
 
+/// cpufreq's `stats/time_in_state`: (kHz, time there in 10 ms ticks).
+pub fn time_in_state(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let (khz, ticks) = line.split_once(' ')?;
+            Some((khz.trim().parse().ok()?, ticks.trim().parse().ok()?))
+        })
+        .collect()
+}
+
 /// `/proc/meminfo`: values are in kB (KiB).
 pub fn meminfo(text: &str) -> Option<Memory> {
     let mut fields = BTreeMap::new();
@@ -47,6 +57,8 @@ pub fn meminfo(text: &str) -> Option<Memory> {
         total_bytes: *fields.get("MemTotal")?,
         // Kernels before 3.14 lack MemAvailable; free is the honest floor.
         available_bytes: *fields.get("MemAvailable").or(fields.get("MemFree"))?,
+        swap_total_bytes: fields.get("SwapTotal").copied().unwrap_or(0),
+        swap_free_bytes: fields.get("SwapFree").copied().unwrap_or(0),
     })
 }
 

@@ -65,6 +65,27 @@ const MIGRATIONS: &[&str] = &[
          at       INTEGER NOT NULL,
          document TEXT NOT NULL
      );",
+    // 6: metrics. A series is a Prometheus-style key (name{labels}); raw
+    // samples, and 1-minute and 15-minute buckets with avg/min/max and the
+    // sample count (for weighting the next level up).
+    "CREATE TABLE metric_series (
+         id  INTEGER PRIMARY KEY,
+         key TEXT NOT NULL UNIQUE
+     );
+     CREATE TABLE metric_raw (
+         series INTEGER NOT NULL, t INTEGER NOT NULL, v REAL NOT NULL,
+         PRIMARY KEY (series, t)
+     ) WITHOUT ROWID;
+     CREATE TABLE metric_1m (
+         series INTEGER NOT NULL, t INTEGER NOT NULL,
+         avg REAL NOT NULL, min REAL NOT NULL, max REAL NOT NULL, n INTEGER NOT NULL,
+         PRIMARY KEY (series, t)
+     ) WITHOUT ROWID;
+     CREATE TABLE metric_15m (
+         series INTEGER NOT NULL, t INTEGER NOT NULL,
+         avg REAL NOT NULL, min REAL NOT NULL, max REAL NOT NULL, n INTEGER NOT NULL,
+         PRIMARY KEY (series, t)
+     ) WITHOUT ROWID;",
 ];
 
 pub fn latest() -> u32 {

@@ -5,6 +5,7 @@
 //! corrupts the file.
 
 mod disks;
+mod metrics;
 mod migrations;
 mod settings;
 mod shares;
@@ -16,6 +17,7 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::Connection;
 
 pub use disks::StoredMount;
+pub use metrics::{Bucket, Resolution};
 pub use users::{SessionUser, User};
 
 pub const DB_FILE: &str = "nasd.db";

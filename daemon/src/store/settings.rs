@@ -39,6 +39,16 @@ impl Store {
         Ok(())
     }
 
+    /// The newest `limit` events of every source, newest first, as
+    /// (source, time, text).
+    pub fn all_events(&self, limit: u32) -> Result<Vec<(String, i64, String)>, StoreError> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare("SELECT source, at, message FROM events ORDER BY id DESC LIMIT ?1")?;
+        let rows = stmt.query_map([limit], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The newest `limit` events of `source`, newest first, as (time, text).
     pub fn events(&self, source: &str, limit: u32) -> Result<Vec<(i64, String)>, StoreError> {
         let conn = self.lock();

@@ -205,15 +205,12 @@ pub fn cpu_list_string(cpus: &[u32]) -> String {
 }
 
 fn time_in_state(text: Option<&str>) -> Vec<FreqTime> {
-    text.unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let (khz, ticks) = line.split_once(' ')?;
-            Some(FreqTime {
-                khz: khz.trim().parse().ok()?,
-                // USER_HZ ticks, 10 ms each.
-                secs: ticks.trim().parse::<u64>().ok()? as f64 / 100.0,
-            })
+    inventory::parse::time_in_state(text.unwrap_or_default())
+        .into_iter()
+        // USER_HZ ticks, 10 ms each.
+        .map(|(khz, ticks)| FreqTime {
+            khz,
+            secs: ticks as f64 / 100.0,
         })
         .collect()
 }

@@ -185,6 +185,13 @@ impl NetHistory {
     }
 }
 
+/// Stops the server task and waits until it is gone, so that its port is
+/// closed when the caller says so.
+async fn stop(task: JoinHandle<()>) {
+    task.abort();
+    let _ = task.await;
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ServerStatus {
     pub enabled: bool,
@@ -241,7 +248,7 @@ impl NetBench {
                 .map_err(|source| NetError::Bind { port, source })?,
         };
         if let Some((_, old)) = server.take() {
-            old.abort();
+            stop(old).await;
         }
         let worker = Arc::new(server::Server::new(self.history.clone(), self.limits));
         *server = Some((port, tokio::spawn(worker.run(listener))));

@@ -28,10 +28,12 @@ deps:
 
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
-## Unit tests, fixture-tree tests and the API over a real socket.
+## Unit tests, fixture-tree tests and the system tests (the collectd
+## test loads the plugin, so it is built first).
 test-host:
+	$(CARGO) build --locked -p nasd-collectd
 	$(CARGO) test --locked
 
 ## systemd-analyze prints a warning (and still exits 0) for a bad key, so
@@ -52,9 +54,11 @@ test-cross:
 	for t in $(ARM_TARGETS); do $(CARGO) test --locked --lib --target $$t || exit 1; done
 
 ## Release binaries for the HC4 (aarch64) and the XU4 (armv7), size-checked,
-## then each run under qemu-user against its own board's fixture tree.
+## then each run under qemu-user against its own board's fixture tree; and
+## the collectd plugin for aarch64 (not armv7: see the README).
 cross:
 	for t in $(ARM_TARGETS); do $(CARGO) build --locked --release --target $$t || exit 1; done
+	$(CARGO) build --locked --release -p nasd-collectd --target aarch64-unknown-linux-gnu
 	@for t in $(ARM_TARGETS); do \
 	  size=$$(stat -c %s target/$$t/release/nasd); \
 	  echo "target/$$t/release/nasd: $$size bytes"; \
@@ -72,3 +76,4 @@ bench: deps
 	bash tests/bench/mount-options.sh
 	bash tests/bench/samba.sh
 	bash tests/bench/iperf3.sh
+	bash tests/bench/monitoring.sh

@@ -14,6 +14,8 @@ apt_packages=(
   smartmontools hdparm                                 # SMART, spindown
   samba smbclient samba-common-bin nfs-kernel-server   # smbd, testparm, smbcontrol, pdbedit, exportfs
   iperf3                                               # the peer of the network benchmarks
+  collectd-core rrdtool                                # loads the nasd collectd plugin; the monitoring bench's peer
+  curl                                                 # the monitoring bench's HTTP client
   bc                                                   # arithmetic in the benchmark scripts
 )
 rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)

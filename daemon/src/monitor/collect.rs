@@ -20,6 +20,32 @@ fn graphed_disk(name: &str) -> bool {
         && !(name.starts_with("mmcblk") && (name.contains("boot") || name.contains("rpmb")))
 }
 
+/// Every series name the collector makes (Prometheus adds `nasd_`).
+pub const GAUGES: &[&str] = &[
+    "cpu_frequency_hertz",
+    "cpu_time_at_frequency_ratio",
+    "temperature_celsius",
+    "load",
+    "memory_total_bytes",
+    "memory_available_bytes",
+    "swap_used_bytes",
+    "cpu_utilisation_ratio",
+    "disk_read_bytes_per_second",
+    "disk_write_bytes_per_second",
+    "disk_iops",
+    "disk_busy_ratio",
+    "network_receive_bytes_per_second",
+    "network_transmit_bytes_per_second",
+    "network_errors_per_second",
+    "filesystem_used_ratio",
+];
+pub const COUNTERS: &[&str] = &[
+    "disk_read_bytes_total",
+    "disk_written_bytes_total",
+    "network_receive_bytes_total",
+    "network_transmit_bytes_total",
+];
+
 /// A series key: `name{label="value",...}` (Prometheus' spelling).
 pub fn key(name: &str, labels: &[(&str, &str)]) -> String {
     if labels.is_empty() {
@@ -253,6 +279,49 @@ mod tests {
         assert_eq!(key("load", &[("period", "1")]), "load{period=\"1\"}");
         assert_eq!(key("x", &[]), "x");
         assert_eq!(key("t", &[("type", "a\"b")]), "t{type=\"a\\\"b\"}");
+    }
+
+    #[test]
+    fn the_shipped_dashboard_uses_only_metrics_nasd_exports() {
+        let dashboard = include_str!("../../../etc/grafana/nasd-dashboard.json");
+        let json: serde_json::Value = serde_json::from_str(dashboard).unwrap();
+        let mut used = 0;
+        for panel in json["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().unwrap() {
+                let expr = target["expr"].as_str().unwrap();
+                let name: String = expr[expr.find("nasd_").unwrap() + 5..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                assert!(
+                    GAUGES.contains(&name.as_str()) || COUNTERS.contains(&name.as_str()),
+                    "{name}"
+                );
+                used += 1;
+            }
+        }
+        assert!(used >= 10);
+    }
+
+    #[test]
+    fn the_collector_makes_only_the_listed_names() {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/odroid-xu4");
+        let host = Host::new(root).unwrap();
+        let mut collector = Collector::default();
+        collector.sample(&host, None).unwrap();
+        let values = collector.sample(&host, Some(1.0)).unwrap();
+        assert!(values.len() > 20);
+        for (series, _) in &values {
+            let name = series.split('{').next().unwrap();
+            assert!(GAUGES.contains(&name), "{name} is not listed");
+        }
+        for counter in collector.counters.keys() {
+            assert!(
+                COUNTERS.contains(&counter.split('{').next().unwrap()),
+                "{counter}"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod alerts;
 pub mod collect;
+pub mod collectd;
 pub mod parse;
 pub mod prometheus;
 

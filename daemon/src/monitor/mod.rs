@@ -26,6 +26,7 @@ use collect::{Collector, key};
 /// Filesystem fill and USB links change slowly and cost more to read.
 const SLOW_EVERY: Duration = Duration::from_secs(60);
 const EXPIRE_EVERY: Duration = Duration::from_secs(3600);
+const SMART_EVERY: Duration = Duration::from_secs(600);
 pub const DEFAULT_POINTS: u32 = 800;
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +65,7 @@ struct State {
     latest: BTreeMap<String, f64>,
     ids: BTreeMap<String, i64>,
     alerts: Alerts,
+    last_smart: Option<Instant>,
 }
 
 pub struct Monitor {
@@ -104,6 +106,7 @@ impl Monitor {
                 latest: BTreeMap::new(),
                 ids: BTreeMap::new(),
                 alerts: Alerts::new(Thresholds::default()),
+                last_smart: None,
             }),
             started: Instant::now(),
             written_at_start,
@@ -172,6 +175,38 @@ impl Monitor {
         }
     }
 
+    /// Disk temperatures from SMART, for disks without a drivetemp sensor
+    /// (USB bridges): `-n standby` leaves a sleeping disk asleep.
+    async fn sample_smart_temperatures(&self, list: &crate::disks::DiskList) {
+        let has_drivetemp = crate::inventory::collect(&self.host)
+            .map(|info| {
+                info.hwmon
+                    .iter()
+                    .any(|s| s.name.as_deref() == Some("drivetemp"))
+            })
+            .unwrap_or(false);
+        if has_drivetemp {
+            return;
+        }
+        let mut values = Vec::new();
+        for disk in list.disks.iter().filter(|d| d.rotational && !d.system) {
+            if let Ok(report) = self.disks.smart(&disk.volume.name).await
+                && let Some(celsius) = report.temperature_celsius
+            {
+                let sensor = format!("smart/{}", disk.volume.name);
+                values.push((
+                    key(
+                        "temperature_celsius",
+                        &[("sensor", &sensor), ("type", "disk")],
+                    ),
+                    celsius as f64,
+                ));
+            }
+        }
+        let mut state = self.lock();
+        self.record(&mut state, values);
+    }
+
     /// Filesystem fill and USB link speed, from the disks module (which
     /// guards every call that could block on a dead disk).
     async fn sample_disks(&self) {
@@ -182,6 +217,9 @@ impl Monitor {
                 return;
             }
         };
+        if self.smart_due() {
+            self.sample_smart_temperatures(&list).await;
+        }
         let mut values = Vec::new();
         let mut state = self.lock();
         for disk in &list.disks {
@@ -212,6 +250,16 @@ impl Monitor {
             }
         }
         self.record(&mut state, values);
+    }
+
+    /// SMART is asked every ten minutes at most.
+    fn smart_due(&self) -> bool {
+        let mut state = self.lock();
+        let due = state.last_smart.is_none_or(|t| t.elapsed() >= SMART_EVERY);
+        if due {
+            state.last_smart = Some(Instant::now());
+        }
+        due
     }
 
     fn event(&self, message: &str) {
@@ -286,12 +334,8 @@ impl Monitor {
         if !(1..=10_000).contains(&points) {
             return Err(Invalid::new("points", "must be 1 to 10000").into());
         }
-        let span = to - from;
         let raw_step = self.interval.as_secs().max(1) as i64;
-        let (resolution, step) = [(Resolution::Quarter, 900), (Resolution::Minute, 60)]
-            .into_iter()
-            .find(|(_, step)| span / step >= i64::from(points))
-            .unwrap_or((Resolution::Raw, raw_step));
+        let (resolution, step) = pick_resolution(to - from, points, raw_step);
         let id = self
             .store
             .series_keys()?
@@ -351,10 +395,42 @@ impl Monitor {
     }
 }
 
+/// The coarsest level that still has `points` buckets in `span` seconds
+/// (raw samples when none does), and its step.
+pub fn pick_resolution(span: i64, points: u32, raw_step: i64) -> (Resolution, i64) {
+    [(Resolution::Quarter, 900), (Resolution::Minute, 60)]
+        .into_iter()
+        .find(|(_, step)| span / step >= i64::from(points))
+        .unwrap_or((Resolution::Raw, raw_step))
+}
+
 fn own_written(host: &Host) -> u64 {
     host.own_io()
         .ok()
         .flatten()
         .and_then(|t| parse::io_write_bytes(&t))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_use_the_coarsest_level_that_still_has_the_points() {
+        // An hour at 800 points needs 4.5 s steps: raw samples.
+        assert_eq!(pick_resolution(3600, 800, 10), (Resolution::Raw, 10));
+        // A day: 1440 minutes are enough for 800 points.
+        assert_eq!(pick_resolution(86_400, 800, 10), (Resolution::Minute, 60));
+        // A year: quarters.
+        assert_eq!(
+            pick_resolution(365 * 86_400, 800, 10),
+            (Resolution::Quarter, 900)
+        );
+        // A week at 800 points: 672 quarters are too few, 10080 minutes do.
+        assert_eq!(
+            pick_resolution(7 * 86_400, 800, 10),
+            (Resolution::Minute, 60)
+        );
+    }
 }

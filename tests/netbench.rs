@@ -3,20 +3,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{Daemon, fixture};
+use common::{Daemon, fixture, free_port};
 use serde_json::{Value, json};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Server {
     daemon: Daemon,

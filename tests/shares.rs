@@ -7,23 +7,14 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Daemon, Reply};
+use common::{Daemon, Reply, free_port};
 use serde_json::{Value, json};
 
 fn run(program: &str, args: &[&str]) -> std::process::Output {
     Command::new(program).args(args).output().expect(program)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A daemon with a private Samba, a mounted data disk, and cleanup of

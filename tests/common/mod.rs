@@ -33,6 +33,15 @@ pub struct Reply {
     pub body: Value,
 }
 
+/// A port free now (for servers that cannot pick their own, like smbd).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures")

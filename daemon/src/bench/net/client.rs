@@ -8,7 +8,6 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::protocol::{self as p, Params, ProtocolError, Results, with_timeout};
-use super::server::sum_retransmits;
 use super::streams::{self, CpuClock};
 use super::{Flow, Limits, Mode, NetError, NetRun, Role};
 use crate::validate::Invalid;
@@ -222,19 +221,6 @@ fn client_run(
     ours: &[streams::StreamTotals],
     theirs: &Results,
 ) -> NetRun {
-    let server_received: u64 = theirs
-        .streams
-        .iter()
-        .zip(ours)
-        .filter(|(_, mine)| mine.sending)
-        .map(|(s, _)| s.bytes)
-        .sum();
-    let received: u64 = ours.iter().filter(|t| !t.sending).map(|t| t.bytes).sum();
-    let our_retransmits: Option<u64> = ours
-        .iter()
-        .filter(|t| t.sending)
-        .map(|t| t.retransmits)
-        .sum::<Option<u64>>();
     NetRun {
         id: 0,
         at: super::now(),
@@ -243,12 +229,20 @@ fn client_run(
         mode,
         streams: streams as u32,
         seconds,
-        client_to_server: mode
-            .uploads()
-            .then(|| Flow::new(server_received, seconds, our_retransmits)),
-        server_to_client: mode
-            .downloads()
-            .then(|| Flow::new(received, seconds, sum_retransmits(theirs, ours, false))),
+        client_to_server: mode.uploads().then(|| {
+            Flow::new(
+                streams::peer_received(theirs, ours),
+                seconds,
+                streams::sent_retransmits(ours),
+            )
+        }),
+        server_to_client: mode.downloads().then(|| {
+            Flow::new(
+                streams::received(ours),
+                seconds,
+                streams::peer_retransmits(theirs, ours),
+            )
+        }),
     }
 }
 

@@ -250,20 +250,8 @@ impl NetRun {
         ours: &[StreamTotals],
         theirs: &Results,
     ) -> Self {
-        let received: u64 = ours.iter().filter(|t| !t.sending).map(|t| t.bytes).sum();
-        let their_retransmits = sum_retransmits(theirs, ours, false);
-        let our_retransmits: Option<u64> = ours
-            .iter()
-            .filter(|t| t.sending)
-            .map(|t| t.retransmits)
-            .sum::<Option<u64>>();
-        let client_received: u64 = theirs
-            .streams
-            .iter()
-            .zip(ours)
-            .filter(|(_, mine)| mine.sending)
-            .map(|(s, _)| s.bytes)
-            .sum();
+        let received = streams::received(ours);
+        let client_received = streams::peer_received(theirs, ours);
         NetRun {
             id: 0,
             at: super::now(),
@@ -274,31 +262,12 @@ impl NetRun {
             seconds,
             client_to_server: mode
                 .uploads()
-                .then(|| Flow::new(received, seconds, their_retransmits)),
+                .then(|| Flow::new(received, seconds, streams::peer_retransmits(theirs, ours))),
             server_to_client: mode
                 .downloads()
-                .then(|| Flow::new(client_received, seconds, our_retransmits)),
+                .then(|| Flow::new(client_received, seconds, streams::sent_retransmits(ours))),
         }
     }
-}
-
-/// Retransmits the peer reported for the streams where the peer sent
-/// (where this side's stream did not), if it reported them.
-pub(super) fn sum_retransmits(
-    theirs: &Results,
-    ours: &[StreamTotals],
-    we_send: bool,
-) -> Option<u64> {
-    if theirs.sender_has_retransmits != 1 {
-        return None;
-    }
-    theirs
-        .streams
-        .iter()
-        .zip(ours)
-        .filter(|(_, mine)| mine.sending == we_send)
-        .map(|(s, _)| u64::try_from(s.retransmits).ok())
-        .sum()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::protocol::{StreamResult, stream_id};
+use super::protocol::{Results, StreamResult, stream_id};
 
 /// What one data connection did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +144,45 @@ impl CpuClock {
         );
         (u + s, u, s)
     }
+}
+
+/// Bytes this side received on its receiving streams.
+pub fn received(ours: &[StreamTotals]) -> u64 {
+    ours.iter().filter(|t| !t.sending).map(|t| t.bytes).sum()
+}
+
+/// Retransmits on this side's sending streams; `None` if any is unknown.
+pub fn sent_retransmits(ours: &[StreamTotals]) -> Option<u64> {
+    ours.iter()
+        .filter(|t| t.sending)
+        .map(|t| t.retransmits)
+        .sum()
+}
+
+/// Bytes the peer received on the streams this side sent on (streams pair
+/// up by position: both sides number them in connection order).
+pub fn peer_received(theirs: &Results, ours: &[StreamTotals]) -> u64 {
+    theirs
+        .streams
+        .iter()
+        .zip(ours)
+        .filter(|(_, mine)| mine.sending)
+        .map(|(s, _)| s.bytes)
+        .sum()
+}
+
+/// Retransmits the peer reported on the streams it sent on, if it could.
+pub fn peer_retransmits(theirs: &Results, ours: &[StreamTotals]) -> Option<u64> {
+    if theirs.sender_has_retransmits != 1 {
+        return None;
+    }
+    theirs
+        .streams
+        .iter()
+        .zip(ours)
+        .filter(|(_, mine)| !mine.sending)
+        .map(|(s, _)| u64::try_from(s.retransmits).ok())
+        .sum()
 }
 
 /// This side's per-stream results, as sent in the results exchange.

@@ -150,16 +150,20 @@ impl Drop for Nas {
 fn a_user_reaches_a_share_and_a_file_comes_back_byte_identical() {
     let mut nas = Nas::new();
     let alice = nas.add_user("a", "alice's long password");
-    let created = nas.add_share(json!({"name": "Family Photos", "path": nas.data("photos"), "users": [alice], "comment": "Since 2010"}));
+    let created = nas.add_share(json!({"name": "Family Photos 2024", "path": nas.data("photos"), "users": [alice], "comment": "Since 2010"}));
     assert_eq!(created.status, 201, "{:?}", created.body);
-    assert!(nas.listed().contains("Family Photos"), "{}", nas.listed());
+    assert!(
+        nas.listed().contains("Family Photos 2024"),
+        "{}",
+        nas.listed()
+    );
     let conf = nas.smb_conf();
     assert!(
         conf.contains("   # SMB1 is slow and insecure"),
         "reasons are in the file"
     );
     assert!(conf.contains(&format!(
-        "[Family Photos]\n   comment = Since 2010\n   path = {}\n",
+        "[Family Photos 2024]\n   comment = Since 2010\n   path = {}\n",
         nas.data("photos")
     )));
 
@@ -175,7 +179,7 @@ fn a_user_reaches_a_share_and_a_file_comes_back_byte_identical() {
         up.display(),
         down.display()
     );
-    let out = nas.smbclient(&["//127.0.0.1/Family Photos", "-U", &creds, "-c", &cmd]);
+    let out = nas.smbclient(&["//127.0.0.1/Family Photos 2024", "-U", &creds, "-c", &cmd]);
     assert!(
         out.status.success(),
         "{}",
@@ -188,7 +192,7 @@ fn a_user_reaches_a_share_and_a_file_comes_back_byte_identical() {
     assert!(Path::new(&nas.data("photos/big.bin")).exists());
 
     let wrong = nas.smbclient(&[
-        "//127.0.0.1/Family Photos",
+        "//127.0.0.1/Family Photos 2024",
         "-U",
         &format!("{alice}%wrong password"),
         "-c",
@@ -277,6 +281,15 @@ fn injection_attempts_are_refused_and_smb_conf_is_byte_identical() {
             "nfs.clients",
         ),
         (json!({"name": "ok", "path": "/var/tmp/nasd-share"}), "path"),
+        (
+            json!({"name": "ok", "path": format!("{} ", nas.data("x"))}),
+            "path",
+        ),
+        (json!({"name": "ok", "path": "/proc/sys"}), "path"),
+        (
+            json!({"name": "ok", "path": "/proc/sys", "force": true}),
+            "path",
+        ),
     ];
     for (body, field) in attempts {
         let reply = nas.add_share(body.clone());

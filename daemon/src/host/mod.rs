@@ -172,23 +172,45 @@ impl Host {
     }
 
     /// Makes a shared folder if it is missing, with `mode` and group `gid`;
-    /// an existing folder is left as its owner set it.
+    /// an existing folder is left as its owner set it. Every component is
+    /// opened without following symbolic links and the owner and mode are
+    /// set on the open folder, so a link planted between the caller's check
+    /// and this cannot redirect them (to /etc, say).
     pub fn create_share_dir(
         &self,
         path: &Path,
         mode: u32,
         gid: Option<u32>,
     ) -> Result<(), HostError> {
-        use std::os::unix::fs::PermissionsExt;
+        use rustix::fs::{Mode, OFlags};
         let full = self.resolve(&path.to_string_lossy());
-        if full.is_dir() {
-            return Ok(());
+        let err = |e: rustix::io::Errno| io_error(&full, e.into());
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut dir = rustix::fs::open(&self.root, flags, Mode::empty()).map_err(err)?;
+        let relative = full.strip_prefix(&self.root).unwrap_or(&full);
+        let mut created = false;
+        for part in relative.components() {
+            let std::path::Component::Normal(name) = part else {
+                continue;
+            };
+            dir = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
+                Ok(next) => next,
+                Err(rustix::io::Errno::NOENT) => {
+                    rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)).map_err(err)?;
+                    created = true;
+                    rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(err)?
+                }
+                // ELOOP or ENOTDIR: a symbolic link or a file on the way.
+                Err(e) => return Err(err(e)),
+            };
         }
-        std::fs::create_dir_all(&full).map_err(|e| io_error(&full, e))?;
-        std::os::unix::fs::chown(&full, None, gid).map_err(|e| io_error(&full, e))?;
-        // After chown, which clears the setgid bit.
-        std::fs::set_permissions(&full, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| io_error(&full, e))
+        if created {
+            rustix::fs::fchown(&dir, None, gid.map(|g| rustix::fs::Gid::from_raw(g)))
+                .map_err(err)?;
+            // After chown, which clears the setgid bit.
+            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode)).map_err(err)?;
+        }
+        Ok(())
     }
 
     /// Names in a directory, sorted; a missing directory is empty.

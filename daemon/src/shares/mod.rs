@@ -26,7 +26,21 @@ const SMB_CANDIDATE: &str = "samba/smb.conf.nasd-candidate";
 const EXPORTS: &str = "exports.d/nasd.exports";
 const AVAHI_SERVICE: &str = "avahi/services/nasd-smb.service";
 /// Mounts of the running system; a share there needs `force`.
-const SYSTEM_MOUNTS: &[&str] = &["/", "/boot", "/usr", "/var", "/home"];
+const SYSTEM_MOUNTS: &[&str] = &[
+    "/",
+    "/boot",
+    "/boot/firmware",
+    "/boot/efi",
+    "/media/boot",
+    "/usr",
+    "/var",
+    "/home",
+];
+/// Filesystems that hold data on a disk; a share never lives on anything
+/// else (proc, sysfs, tmpfs, a zram log mount...).
+const DATA_FILESYSTEMS: &[&str] = &[
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "fuseblk", "ntfs3", "vfat", "exfat", "f2fs",
+];
 /// How long smbd may take to show a reloaded configuration.
 const RELOAD_WAIT: Duration = Duration::from_secs(10);
 
@@ -161,15 +175,15 @@ pub struct Shares {
 }
 
 fn parse_listing(stdout: &str) -> Vec<String> {
-    // smbclient -L: "\tname   Disk   comment" lines.
+    // smbclient -g -L: "Disk|name|comment" lines (the column layout without
+    // -g runs names of 15 characters into the type).
     stdout
         .lines()
         .filter_map(|l| {
-            let l = l.strip_prefix('\t')?;
-            let (name, rest) = l.split_once("  ")?;
-            rest.trim_start()
-                .starts_with("Disk")
-                .then(|| name.trim().to_owned())
+            l.strip_prefix("Disk|")?
+                .split('|')
+                .next()
+                .map(str::to_owned)
         })
         .collect()
 }
@@ -328,6 +342,17 @@ impl Shares {
             .filter(|m| path.starts_with(&m.mountpoint))
             .max_by_key(|m| m.mountpoint.len())
             .ok_or_else(|| Invalid::new("path", "is on no mounted filesystem"))?;
+        if !mount.source.starts_with("/dev/") || !DATA_FILESYSTEMS.contains(&mount.fs_type.as_str())
+        {
+            return Err(Invalid::new(
+                "path",
+                format!(
+                    "is on {} ({}), not a filesystem on a disk",
+                    mount.mountpoint, mount.fs_type
+                ),
+            )
+            .into());
+        }
         if SYSTEM_MOUNTS.contains(&mount.mountpoint.as_str()) && !force {
             return Err(Invalid::new(
                 "path",
@@ -369,30 +394,60 @@ impl Shares {
     /// `shares`; on success they become the stored set.
     async fn apply(&self, shares: Vec<Share>) -> Result<Applied, ShareError> {
         let mut applied = Applied::default();
-        self.apply_samba(&shares).await?;
-        if let Err(err) = self.apply_nfs(&shares, &mut applied).await {
-            // Samba already has the new set; NFS failing leaves NFS as it
-            // was, and the store follows Samba's file.
-            applied.warnings.push(err.to_string());
+        let previous_smb = self.apply_samba(&shares).await?;
+        // NFS is checked by exportfs; if it refuses, Samba goes back too, so
+        // the store, smb.conf and exports always describe the same set.
+        let exported = self.apply_nfs(&shares, &mut applied).await;
+        let documents = shares
+            .iter()
+            .map(|s| {
+                serde_json::to_string(s)
+                    .map(|doc| (s.name.clone(), doc))
+                    .map_err(|e| Invalid::new("share", e.to_string()))
+            })
+            .collect::<Result<Vec<_>, Invalid>>();
+        let stored = match (exported, documents) {
+            (Err(err), _) => Err(err),
+            (Ok(()), Err(invalid)) => Err(invalid.into()),
+            (Ok(()), Ok(documents)) => self
+                .store
+                .put_share_documents(&documents)
+                .map_err(ShareError::from),
+        };
+        if let Err(err) = stored {
+            self.restore_samba(previous_smb).await;
+            return Err(err);
         }
-        self.host
-            .write_etc_atomic(AVAHI_SERVICE, &render::avahi_service(&shares))?;
+        // Announcements are a convenience: failing them fails nothing.
+        if let Err(err) = self
+            .host
+            .write_etc_atomic(AVAHI_SERVICE, &render::avahi_service(&shares))
+        {
+            applied.warnings.push(format!(
+                "Macs and Linux will not find the box by itself: {err}"
+            ));
+        }
         if let Err(err) = self.ensure_wsdd().await {
             applied
                 .warnings
                 .push(format!("Windows will not find the box by itself: {err}"));
         }
-        let documents = shares
-            .iter()
-            .map(|s| {
-                Ok((
-                    s.name.clone(),
-                    serde_json::to_string(s).map_err(|e| Invalid::new("share", e.to_string()))?,
-                ))
-            })
-            .collect::<Result<Vec<_>, Invalid>>()?;
-        self.store.put_share_documents(&documents)?;
         Ok(applied)
+    }
+
+    /// Puts back the smb.conf that was there before (none: removes ours).
+    async fn restore_samba(&self, previous: Option<String>) {
+        let restored = match previous {
+            Some(old) => self.host.write_etc_atomic(SMB_CONF, &old),
+            None => {
+                self.host.remove_etc(SMB_CONF);
+                Ok(())
+            }
+        };
+        if let Err(err) = restored {
+            tracing::error!("smb.conf could not be restored: {err}");
+        }
+        let _ = self.reload_samba().await;
     }
 
     /// WS-Discovery makes the box appear in Windows' network view; Avahi
@@ -413,7 +468,8 @@ impl Shares {
         Ok(())
     }
 
-    async fn apply_samba(&self, shares: &[Share]) -> Result<(), ShareError> {
+    /// Applies smb.conf for `shares`; returns the file it replaced.
+    async fn apply_samba(&self, shares: &[Share]) -> Result<Option<String>, ShareError> {
         if !self.runner.is_installed("testparm") {
             return Err(ShareError::Unavailable(
                 "Samba is not installed (no testparm)".into(),
@@ -452,7 +508,7 @@ impl Shares {
         }
         let previous = self.host.read_etc(SMB_CONF)?;
         if previous.as_deref() == Some(rendered.as_str()) && self.smbd_running().await {
-            return Ok(());
+            return Ok(previous);
         }
         self.host.write_etc_atomic(SMB_CONF, &rendered)?;
         let live = self
@@ -460,13 +516,10 @@ impl Shares {
             .await
             .and(self.verify_listed(shares).await);
         if let Err(err) = live {
-            if let Some(old) = previous {
-                self.host.write_etc_atomic(SMB_CONF, &old)?;
-                let _ = self.reload_samba().await;
-            }
+            self.restore_samba(previous).await;
             return Err(ShareError::Restored(err.to_string()));
         }
-        Ok(())
+        Ok(previous)
     }
 
     /// Tells smbd to re-read its configuration, starting it if it is not
@@ -530,6 +583,7 @@ impl Shares {
                     "smbclient",
                     &[
                         "-N".as_ref(),
+                        "-g".as_ref(),
                         "-L".as_ref(),
                         "//127.0.0.1".as_ref(),
                         "-p".as_ref(),
@@ -622,6 +676,20 @@ impl Shares {
         args
     }
 
+    /// useradd and userdel, retried while another process (a package
+    /// install, a second admin action) holds the lock on /etc/passwd.
+    async fn run_account_tool(&self, program: &str, args: &[&str]) -> Result<(), ShareError> {
+        for attempt in 0..10 {
+            match self.runner.run(program, args).await {
+                Err(RunError::Failed { stderr, .. }) if stderr.contains("lock") && attempt < 9 => {
+                    tokio::time::sleep(Duration::from_millis(100 * (attempt + 1))).await;
+                }
+                other => return other.map(|_| ()).map_err(ShareError::from),
+            }
+        }
+        Ok(())
+    }
+
     /// Samba's tools find their user database through smb.conf, so nasd's
     /// must be in place (and smbd running) before users are managed.
     async fn ensure_samba_config(&self) -> Result<(), ShareError> {
@@ -641,29 +709,43 @@ impl Shares {
         if self.users().await?.iter().any(|u| u.name == name) {
             return Err(ShareError::Exists(name.to_owned()));
         }
-        let has_system_user = self
+        let account = self
             .runner
             .run_unchecked("getent", &["passwd", name], None)
-            .await?
-            .code
-            == Some(0);
+            .await?;
+        let has_system_user = account.code == Some(0);
+        let uid: Option<u32> = account
+            .stdout
+            .split(':')
+            .nth(2)
+            .and_then(|u| u.trim().parse().ok());
+        // An existing service account (root, www-data...) is not made into
+        // a Samba user: its files would be open to whoever has the password.
+        if let (true, Some(uid)) = (has_system_user, uid)
+            && uid < 1000
+        {
+            return Err(Invalid::new(
+                "username",
+                format!("'{name}' is a system account (uid {uid}); choose another name"),
+            )
+            .into());
+        }
         if !has_system_user {
-            self.runner
-                .run(
-                    "useradd",
-                    &[
-                        "--system",
-                        "--no-create-home",
-                        "--shell",
-                        "/usr/sbin/nologin",
-                        "--gid",
-                        "users",
-                        "--comment",
-                        "nasd share user",
-                        name,
-                    ],
-                )
-                .await?;
+            self.run_account_tool(
+                "useradd",
+                &[
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    "--gid",
+                    "users",
+                    "--comment",
+                    "nasd share user",
+                    name,
+                ],
+            )
+            .await?;
         }
         let conf = self.conf_path();
         let input = format!("{password}\n{password}\n");
@@ -677,7 +759,7 @@ impl Shares {
             .await;
         if let Err(err) = added {
             if !has_system_user {
-                let _ = self.runner.run("userdel", &[name]).await;
+                let _ = self.run_account_tool("userdel", &[name]).await;
             }
             return Err(err.into());
         }
@@ -744,7 +826,7 @@ impl Shares {
             .run("smbpasswd", &self.smbpasswd_args(&conf, &["-x"], name))
             .await?;
         if self.store.samba_user(name)? == Some(true) {
-            self.runner.run("userdel", &[name]).await?;
+            self.run_account_tool("userdel", &[name]).await?;
         }
         self.store.delete_samba_user(name)?;
         tracing::info!(user = %name, "Samba user removed");
@@ -758,8 +840,11 @@ mod tests {
 
     #[test]
     fn smbclient_listing_and_pdbedit_lines() {
-        let listing = "\n\tSharename       Type      Comment\n\t---------       ----      -------\n\tTime Machine    Disk      Macs\n\tpub             Disk      \n\tIPC$            IPC       IPC Service\n";
-        assert_eq!(parse_listing(listing), ["Time Machine", "pub"]);
+        let listing = "Disk|Family Pictures|\nDisk|Time Machine|Macs\nDisk|pub|\nIPC|IPC$|IPC Service (Samba)\n";
+        assert_eq!(
+            parse_listing(listing),
+            ["Family Pictures", "Time Machine", "pub"]
+        );
         let users = "alice:1001:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:8846F7EAEE8FB117AD06BDD830B7586C:[U          ]:LCT-6570B9A4:\nbob:1002:X:Y:[DU         ]:LCT-1:\n";
         assert_eq!(
             parse_pdbedit(users),

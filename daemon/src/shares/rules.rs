@@ -53,6 +53,9 @@ pub fn comment(text: &str) -> Result<(), Invalid> {
     if text.chars().count() > 256 {
         return Err(Invalid::new("comment", "must be at most 256 characters"));
     }
+    if text.trim() != text {
+        return Err(Invalid::new("comment", "must not start or end with spaces"));
+    }
     config_safe("comment", text)
 }
 
@@ -63,13 +66,15 @@ pub fn share_path(path: &str) -> Result<(), Invalid> {
     let plain = path.starts_with('/')
         && !path.contains('"')
         && path.len() <= 1024
-        && path.split('/').all(|part| part != "." && part != "..");
+        // Samba drops spaces at the ends of names: "x " would be served
+        // as "x", another folder than the one checked.
+        && path.split('/').all(|part| part != "." && part != ".." && part.trim() == part);
     if plain {
         Ok(())
     } else {
         Err(Invalid::new(
             "path",
-            "must be an absolute path without '.', '..' or quotes",
+            "must be an absolute path without '.', '..', quotes, or spaces at either end of a name",
         ))
     }
 }
@@ -94,8 +99,12 @@ pub fn user_name(name: &str) -> Result<(), Invalid> {
 
 /// Passwords go to smbpasswd on standard input, one per line.
 pub fn password(password: &str) -> Result<(), Invalid> {
-    if !(8..=127).contains(&password.chars().count()) {
-        return Err(Invalid::new("password", "must be 8 to 127 characters long"));
+    // smbpasswd reads one line of at most 255 bytes.
+    if password.chars().count() < 8 || password.len() > 255 {
+        return Err(Invalid::new(
+            "password",
+            "must be at least 8 characters and at most 255 bytes",
+        ));
     }
     if password.chars().any(char::is_control) {
         return Err(Invalid::new(
@@ -194,6 +203,15 @@ mod tests {
         ] {
             assert_eq!(share_path(bad).unwrap_err().field, "path", "{bad:?}");
         }
+    }
+
+    #[test]
+    fn names_with_spaces_at_their_ends_are_refused() {
+        for bad in ["/srv/x ", "/srv/ x/y", "/srv/x /y"] {
+            assert_eq!(share_path(bad).unwrap_err().field, "path", "{bad:?}");
+        }
+        share_path("/srv/Family Photos/2024").unwrap();
+        assert_eq!(comment(" padded").unwrap_err().field, "comment");
     }
 
     #[test]

@@ -116,11 +116,12 @@ fn a_stock_client_measures_against_nasd_and_both_record_the_same_bytes() {
 fn a_second_client_is_told_the_server_is_busy() {
     let s = Server::start();
     let mut first = Command::new("iperf3")
-        .args(["-c", "127.0.0.1", "-p", &s.port.to_string(), "-t", "3"])
+        .args(["-c", "127.0.0.1", "-p", &s.port.to_string(), "-t", "5"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
+    // Well inside the first test's 5 s, even on a slow machine.
+    std::thread::sleep(Duration::from_millis(1500));
     let second = s.iperf3(&[]);
     assert!(!second.status.success());
     let text = format!(

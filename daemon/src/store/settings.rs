@@ -6,6 +6,8 @@ use super::{Store, StoreError};
 
 /// Events kept per source; older ones are dropped as new ones arrive.
 const EVENTS_KEPT: i64 = 1000;
+/// Network test runs kept.
+const NET_RUNS_KEPT: i64 = 1000;
 
 impl Store {
     pub fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
@@ -61,13 +63,17 @@ impl Store {
 }
 
 impl Store {
+    /// Records a run; only the newest NET_RUNS_KEPT are kept, since any
+    /// host on the network can start tests.
     pub fn add_net_run(&self, at: i64, document: &str) -> Result<i64, StoreError> {
         let conn = self.lock();
         conn.execute(
             "INSERT INTO net_runs (at, document) VALUES (?1, ?2)",
             params![at, document],
         )?;
-        Ok(conn.last_insert_rowid())
+        let id = conn.last_insert_rowid();
+        conn.execute("DELETE FROM net_runs WHERE id <= ?1", [id - NET_RUNS_KEPT])?;
+        Ok(id)
     }
 
     /// The newest `limit` runs, newest first, as (id, document).

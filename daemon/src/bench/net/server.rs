@@ -51,20 +51,26 @@ fn lock(phase: &Mutex<Phase>) -> std::sync::MutexGuard<'_, Phase> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Why a test's parameters are refused, as iperf3's error number.
+/// Why a test's parameters are refused, as iperf3's error number. Every
+/// number comes from the network: NaN, negative and huge values are all
+/// refused here, before any of them becomes a duration or a size.
 fn refusal(params: &Params, limits: &Limits) -> Option<i32> {
-    let streams = params.parallel.max(1.0);
-    if !params.tcp || params.udp || params.sctp || params.num > 0.0 || params.blockcount > 0.0 {
+    let whole = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
+    if !params.tcp || params.udp || params.sctp || params.num != 0.0 || params.blockcount != 0.0 {
         // UDP, SCTP and byte- or block-count ends are not implemented.
         return Some(p::IEUNIMP);
     }
-    if params.time <= 0.0 || params.time + params.omit > limits.max_seconds as f64 {
+    let max_seconds = limits.max_seconds as f64;
+    if !whole(params.time, 1.0, max_seconds)
+        || !whole(params.omit, 0.0, max_seconds)
+        || params.time + params.omit > max_seconds
+    {
         return Some(p::IEDURATION);
     }
-    if streams > f64::from(limits.max_streams) {
+    if !whole(params.parallel, 0.0, f64::from(limits.max_streams)) {
         return Some(p::IENUMSTREAMS);
     }
-    if params.len > limits.max_block as f64 {
+    if !whole(params.len, 0.0, limits.max_block as f64) {
         return Some(p::IEBLOCKSIZE);
     }
     None
@@ -152,23 +158,33 @@ impl Server {
         let (tx, mut rx) = mpsc::channel(count);
         *lock(&self.phase) = Phase::CreatingStreams(tx);
         p::write_state(&mut control, p::CREATE_STREAMS).await?;
-        let mut sockets = Vec::with_capacity(count);
-        while sockets.len() < count {
-            let mut socket = tokio::time::timeout(p::CONTROL_TIMEOUT, rx.recv())
-                .await
-                .map_err(|_| ProtocolError::Timeout)?
-                .ok_or(ProtocolError::Timeout)?;
-            match with_timeout(p::read_cookie(&mut socket)).await {
-                Ok(c) if c == cookie => {
-                    let _ = socket.set_nodelay(true);
-                    sockets.push(socket);
-                }
-                // Not this test's: refused, as iperf3 does.
-                _ => {
-                    let _ = socket.write_i8(p::ACCESS_DENIED).await;
+        // One deadline for the whole setup, and a few strangers at most:
+        // a trickle of foreign connections must not hold the server.
+        let setup = async {
+            let mut sockets = Vec::with_capacity(count);
+            let mut strangers = 0;
+            while sockets.len() < count {
+                let mut socket = rx.recv().await.ok_or(ProtocolError::Timeout)?;
+                match with_timeout(p::read_cookie(&mut socket)).await {
+                    Ok(c) if c == cookie => {
+                        let _ = socket.set_nodelay(true);
+                        sockets.push(socket);
+                    }
+                    // Not this test's: refused, as iperf3 does.
+                    _ => {
+                        let _ = socket.write_i8(p::ACCESS_DENIED).await;
+                        strangers += 1;
+                        if strangers > count + 4 {
+                            return Err(ProtocolError::Timeout);
+                        }
+                    }
                 }
             }
-        }
+            Ok(sockets)
+        };
+        let sockets = tokio::time::timeout(p::CONTROL_TIMEOUT, setup)
+            .await
+            .map_err(|_| ProtocolError::Timeout)??;
         *lock(&self.phase) = Phase::Running;
 
         let cpu = CpuClock::start();
@@ -193,7 +209,10 @@ impl Server {
 
         // The client decides the end; a client that vanishes or never
         // ends is cut off after its own duration and a grace period.
-        let deadline = Duration::from_secs_f64(params.time + params.omit) + Duration::from_secs(40);
+        // refusal() bounded time and omit, so this cannot fail.
+        let deadline = Duration::try_from_secs_f64(params.time + params.omit)
+            .unwrap_or(Duration::from_secs(self.limits.max_seconds))
+            + Duration::from_secs(40);
         let end = tokio::time::timeout(deadline, p::read_state(&mut control)).await;
         let _ = stop_tx.send(true);
         // iperf3 closes the data connections at TEST_END, before results:

@@ -386,3 +386,20 @@ fn disk_queues_take_read_ahead_and_a_scheduler() {
         "{sysfs}"
     );
 }
+
+#[test]
+fn a_tuned_disk_that_is_unplugged_does_not_block_the_rest() {
+    let b = Board::copy("odroid-xu4");
+    b.ok(&["tune", "set", "sda", "read_ahead_kb=1024"]);
+    std::fs::remove_file(b.root().join("sys/block/sda")).unwrap();
+    b.ok(&["tune", "apply", "io-tuned"]);
+    assert_eq!(
+        b.read(&format!("{CPUFREQ}/policy4/ondemand/up_threshold")),
+        "80"
+    );
+    let state: Value = serde_json::from_str(&b.ok(&["tune", "show", "--json"])).unwrap();
+    assert_eq!(
+        state["desired"]["disks"]["sda"]["read_ahead_kb"], 1024,
+        "kept for when it comes back"
+    );
+}

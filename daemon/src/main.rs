@@ -562,7 +562,7 @@ async fn users_verb(config: Config, host: Host, verb: UsersVerb) -> anyhow::Resu
 
 async fn tune_verb(config: Config, host: Host, verb: TuneVerb) -> anyhow::Result<()> {
     let store = Arc::new(Store::open(&config.data_dir)?);
-    let tuner = Tuner::new(host, store);
+    let tuner = Arc::new(Tuner::new(host, store));
     let print_changes = |changes: Vec<tuning::Change>| {
         if changes.is_empty() {
             println!("nothing changed: already applied");
@@ -590,7 +590,7 @@ async fn tune_verb(config: Config, host: Host, verb: TuneVerb) -> anyhow::Result
                 accept_thermal_risk,
                 ..Default::default()
             };
-            print_changes(tuner.apply(&req).await?);
+            print_changes(tuner.apply(req).await?);
         }
         TuneVerb::Set {
             target,
@@ -599,7 +599,7 @@ async fn tune_verb(config: Config, host: Host, verb: TuneVerb) -> anyhow::Result
         } => {
             let mut req = tuning::request_from_pairs(&target, &values)?;
             req.accept_thermal_risk = accept_thermal_risk;
-            print_changes(tuner.apply(&req).await?);
+            print_changes(tuner.apply(req).await?);
         }
         TuneVerb::ExportSysfs => print!("{}", tuner.export_sysfs()?),
         TuneVerb::Events => {

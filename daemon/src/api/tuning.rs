@@ -22,7 +22,7 @@ pub async fn apply(
     body: Result<Json<TuningRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(req) = body?;
-    let changes = state.tuner.apply(&req).await?;
+    let changes = state.tuner.apply(req).await?;
     Ok(Json(
         json!({ "changed": !changes.is_empty(), "changes": changes }),
     ))

@@ -205,8 +205,7 @@ impl Host {
             };
         }
         if created {
-            rustix::fs::fchown(&dir, None, gid.map(|g| rustix::fs::Gid::from_raw(g)))
-                .map_err(err)?;
+            rustix::fs::fchown(&dir, None, gid.map(rustix::fs::Gid::from_raw)).map_err(err)?;
             // After chown, which clears the setgid bit.
             rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode)).map_err(err)?;
         }

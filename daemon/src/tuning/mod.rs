@@ -476,7 +476,13 @@ pub fn settings(desired: &Desired, state: &TuningState) -> Vec<(Knob, String)> {
             }));
         }
     }
-    for (disk, d) in &desired.disks {
+    // A disk that is not here now (unplugged) is skipped, as a cluster
+    // would be: its settings wait for it instead of failing everything.
+    for (disk, d) in desired
+        .disks
+        .iter()
+        .filter(|(disk, _)| state.disks.iter().any(|q| &q.disk == *disk))
+    {
         if let Some(kb) = d.read_ahead_kb {
             out.push((Knob::ReadAheadKb { disk: disk.clone() }, kb.to_string()));
         }
@@ -597,9 +603,17 @@ impl Tuner {
     }
 
     /// Checks, writes, verifies and records a tuning request. Returns what
-    /// changed: nothing for a repeat of the current tuning.
-    pub async fn apply(&self, req: &TuningRequest) -> Result<Vec<Change>, TuningError> {
+    /// changed: nothing for a repeat of the current tuning. The sysfs work
+    /// runs off the async threads.
+    pub async fn apply(self: &Arc<Self>, req: TuningRequest) -> Result<Vec<Change>, TuningError> {
         let _one_at_a_time = self.applying.lock().await;
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.apply_now(&req))
+            .await
+            .map_err(|e| TuningError::Invalid(Invalid::new("tuning", e.to_string())))?
+    }
+
+    fn apply_now(&self, req: &TuningRequest) -> Result<Vec<Change>, TuningError> {
         let state = self.state()?;
         let desired = plan(&state, req)?;
         let warnings = thermal_warnings(&state.thermal);
@@ -619,8 +633,15 @@ impl Tuner {
 
     /// Puts back whatever differs from the desired tuning (at start, and
     /// when something else changed it). Returns what was put back.
-    pub async fn enforce(&self) -> Result<Vec<Change>, TuningError> {
+    pub async fn enforce(self: &Arc<Self>) -> Result<Vec<Change>, TuningError> {
         let _one_at_a_time = self.applying.lock().await;
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.enforce_now())
+            .await
+            .map_err(|e| TuningError::Invalid(Invalid::new("tuning", e.to_string())))?
+    }
+
+    fn enforce_now(&self) -> Result<Vec<Change>, TuningError> {
         let state = self.state()?;
         let changes = self.write_all(&settings(&state.desired, &state))?;
         if !changes.is_empty() {
@@ -635,13 +656,31 @@ impl Tuner {
     }
 
     /// Writes each differing value and reads it back; on the first failure
-    /// writes back every earlier value, newest first.
+    /// (of a read, a write or a read-back) writes back every earlier value,
+    /// newest first, and the tunables of any governor switched away from.
     fn write_all(&self, wanted: &[(Knob, String)]) -> Result<Vec<Change>, TuningError> {
         let mut done: Vec<Change> = Vec::new();
+        let mut left_governors: Vec<(Knob, String)> = Vec::new();
         for (knob, value) in wanted {
-            let from = self.host.read_knob(knob)?;
+            let from = match self.host.read_knob(knob) {
+                Ok(from) => from,
+                Err(e) => return Err(self.restore(&done, &left_governors, e.to_string())),
+            };
             if from.as_deref() == Some(value.as_str()) {
                 continue;
+            }
+            // Leaving a governor drops its tunables: note them, so that a
+            // restore brings them back as they were, not as defaults.
+            if let (Knob::Governor { policy }, Some(old)) = (knob, &from) {
+                let tunables = self.host.governor_tunables(policy, old).unwrap_or_default();
+                left_governors.extend(tunables.values.into_iter().map(|(name, v)| {
+                    let knob = Knob::Tunable {
+                        policy: policy.clone(),
+                        governor: old.clone(),
+                        name,
+                    };
+                    (knob, v)
+                }));
             }
             let result = self
                 .host
@@ -661,13 +700,18 @@ impl Tuner {
                 to: value.clone(),
             });
             if let Err(failed) = result {
-                return Err(self.restore(&done, failed));
+                return Err(self.restore(&done, &left_governors, failed));
             }
         }
         Ok(done)
     }
 
-    fn restore(&self, done: &[Change], failed: String) -> TuningError {
+    fn restore(
+        &self,
+        done: &[Change],
+        left_governors: &[(Knob, String)],
+        failed: String,
+    ) -> TuningError {
         let mut unrestored = Vec::new();
         for change in done.iter().rev() {
             let Some(old) = &change.from else { continue };
@@ -681,6 +725,14 @@ impl Tuner {
                 && self.host.read_knob(&change.knob).ok().flatten().as_deref() != Some(old)
             {
                 unrestored.push(change.knob.to_string());
+            }
+        }
+        // The governors are back: so must their tunables be.
+        for (knob, value) in left_governors {
+            if self.host.read_knob(knob).ok().flatten().as_deref() != Some(value.as_str())
+                && self.host.write_knob(knob, value).is_err()
+            {
+                unrestored.push(knob.to_string());
             }
         }
         tracing::error!("tuning failed ({failed}); restored the previous values");

@@ -33,7 +33,7 @@ pub async fn query(
     Query(q): Query<QueryParams>,
 ) -> Result<Json<Columns>, ApiError> {
     let to = q.to.unwrap_or_else(unix_now);
-    let from = q.from.unwrap_or(to - 3600);
+    let from = q.from.unwrap_or(to.saturating_sub(3600));
     let monitor = state.monitor.clone();
     let columns = tokio::task::spawn_blocking(move || {
         monitor.query(&q.series, from, to, q.points.unwrap_or(DEFAULT_POINTS))

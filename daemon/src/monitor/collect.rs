@@ -83,6 +83,9 @@ impl Collector {
     ) -> Result<Vec<(String, f64)>, HostError> {
         let mut out = Vec::new();
         let info = inventory::collect(host)?;
+        // Rebuilt from what is present now: a device that went away stops
+        // being reported.
+        self.counters.clear();
         for (cluster, raw) in info.cpu.clusters.iter().zip(host.cpufreq_policies()?) {
             let policy = cluster.policy.as_str();
             if let Some(khz) = cluster.cur_khz {

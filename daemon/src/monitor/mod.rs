@@ -27,6 +27,9 @@ use collect::{Collector, key};
 const SLOW_EVERY: Duration = Duration::from_secs(60);
 const EXPIRE_EVERY: Duration = Duration::from_secs(3600);
 const SMART_EVERY: Duration = Duration::from_secs(600);
+/// Samples kept in memory when commits keep failing (a full disk): about
+/// a day at 10 s for a large board; the oldest go first.
+const MAX_BATCH: usize = 1_000_000;
 pub const DEFAULT_POINTS: u32 = 800;
 
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +65,8 @@ pub struct OwnWrites {
 struct State {
     collector: Collector,
     batch: Vec<(String, i64, f64)>,
-    latest: BTreeMap<String, f64>,
+    /// The newest value of each series, and when it came.
+    latest: BTreeMap<String, (i64, f64)>,
     ids: BTreeMap<String, i64>,
     alerts: Alerts,
     last_smart: Option<Instant>,
@@ -140,15 +144,20 @@ impl Monitor {
                 last_slow = Some(Instant::now());
                 self.sample_disks().await;
             }
+            // SQLite work (on an SD card, slow) off the async threads.
             if last_commit.elapsed() >= self.commit_every {
                 last_commit = Instant::now();
-                if let Err(err) = self.commit() {
+                let me = self.clone();
+                if let Ok(Err(err)) = tokio::task::spawn_blocking(move || me.commit()).await {
                     tracing::error!("monitoring commit: {err}");
                 }
             }
             if last_expire.elapsed() >= EXPIRE_EVERY {
                 last_expire = Instant::now();
-                if let Err(err) = self.store.expire_samples(now()) {
+                let store = self.store.clone();
+                if let Ok(Err(err)) =
+                    tokio::task::spawn_blocking(move || store.expire_samples(now())).await
+                {
                     tracing::error!("monitoring retention: {err}");
                 }
             }
@@ -170,9 +179,17 @@ impl Monitor {
             {
                 self.event(&message);
             }
-            state.latest.insert(series.clone(), value);
+            state.latest.insert(series.clone(), (t, value));
             state.batch.push((series, t, value));
         }
+        if state.batch.len() > MAX_BATCH {
+            let excess = state.batch.len() - MAX_BATCH;
+            state.batch.drain(..excess);
+            tracing::warn!("monitoring: {excess} samples dropped, the database does not take them");
+        }
+        // A gauge of a device or sensor that is gone stops being shown.
+        let stale_before = t - 3 * self.interval.as_secs().max(60) as i64;
+        state.latest.retain(|_, (seen, _)| *seen >= stale_before);
     }
 
     /// Disk temperatures from SMART, for disks without a drivetemp sensor
@@ -328,6 +345,15 @@ impl Monitor {
         to: i64,
         points: u32,
     ) -> Result<Columns, MonitorError> {
+        // Unix seconds between 1970 and 2100: no arithmetic on them overflows.
+        const LAST: i64 = 4_102_444_800;
+        if !(0..=LAST).contains(&from) || !(0..=LAST).contains(&to) {
+            return Err(Invalid::new(
+                "from",
+                "from and to must be Unix times between 1970 and 2100",
+            )
+            .into());
+        }
         if to <= from {
             return Err(Invalid::new("to", "must be after from").into());
         }
@@ -377,7 +403,12 @@ impl Monitor {
 
     pub fn prometheus(&self) -> String {
         let state = self.lock();
-        prometheus::render(&state.latest, &state.collector.counters)
+        let latest: BTreeMap<String, f64> = state
+            .latest
+            .iter()
+            .map(|(k, (_, v))| (k.clone(), *v))
+            .collect();
+        prometheus::render(&latest, &state.collector.counters)
     }
 
     pub fn own_writes(&self) -> OwnWrites {

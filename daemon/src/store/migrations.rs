@@ -86,6 +86,8 @@ const MIGRATIONS: &[&str] = &[
          avg REAL NOT NULL, min REAL NOT NULL, max REAL NOT NULL, n INTEGER NOT NULL,
          PRIMARY KEY (series, t)
      ) WITHOUT ROWID;",
+    // 7: rollups and retention select raw samples by time across series.
+    "CREATE INDEX metric_raw_by_time ON metric_raw(t);",
 ];
 
 pub fn latest() -> u32 {

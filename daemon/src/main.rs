@@ -121,6 +121,17 @@ enum BenchVerb {
         #[arg(long)]
         json: bool,
     },
+    /// Disk throughput and latency from a fio job file
+    Disk {
+        /// The fio job file (the subset nasd knows; others are refused by name)
+        #[arg(long, value_name = "JOBFILE")]
+        fio: PathBuf,
+        /// A directory on the filesystem to test
+        #[arg(long, value_name = "DIR")]
+        target: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -413,6 +424,35 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
                 print_json(&run)?;
             } else {
                 print_net_run(&run);
+            }
+        }
+        BenchVerb::Disk { fio, target, json } => {
+            let jobfile = std::fs::read_to_string(&fio)
+                .with_context(|| format!("cannot read {}", fio.display()))?;
+            let host = Host::new(&config.root)?;
+            let results = tokio::task::spawn_blocking(move || {
+                nasd::bench::disk::run_jobfile(&host, &jobfile, &target)
+            })
+            .await??;
+            if json {
+                print_json(&results)?;
+            }
+            for r in results.iter().filter(|_| !json) {
+                println!("{} ({:.1} s)", r.job, r.seconds);
+                for (name, d) in [("read", &r.read), ("write", &r.write)] {
+                    if let Some(d) = d {
+                        println!(
+                            "  {name}: {:.0} IOPS, {:.1} MiB/s ({:.1} MB/s), latency us mean {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1}",
+                            d.iops,
+                            d.bw_mib_per_s,
+                            d.bw_mb_per_s,
+                            d.lat_us.mean,
+                            d.lat_us.p50,
+                            d.lat_us.p99,
+                            d.lat_us.p99_9
+                        );
+                    }
+                }
             }
         }
         BenchVerb::NetRuns { json } => {

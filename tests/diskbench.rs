@@ -85,6 +85,10 @@ fn every_pattern_gives_non_zero_consistent_figures_with_both_engines() {
         );
         let results: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(results.len(), 5);
+        assert!(
+            results.iter().all(|r| r["engine"] == engine),
+            "{engine} ran as asked"
+        );
         for r in &results {
             let name = r["job"].as_str().unwrap();
             let bs = if name == "read" || name == "write" {

@@ -438,7 +438,7 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
                 print_json(&results)?;
             }
             for r in results.iter().filter(|_| !json) {
-                println!("{} ({:.1} s)", r.job, r.seconds);
+                println!("{} ({:.1} s, {})", r.job, r.seconds, r.engine);
                 for (name, d) in [("read", &r.read), ("write", &r.write)] {
                     if let Some(d) = d {
                         println!(

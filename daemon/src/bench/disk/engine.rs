@@ -22,6 +22,8 @@ const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    #[error("this kernel has no native AIO")]
+    NoAio,
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -197,6 +199,9 @@ impl Direction {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobResult {
     pub job: String,
+    /// The backend that ran: `libaio`, or `sync` (also when native AIO
+    /// was asked for but the kernel has none).
+    pub engine: &'static str,
     /// Measured seconds (after the ramp).
     pub seconds: f64,
     pub read: Option<Direction>,
@@ -299,7 +304,16 @@ impl Worker {
     }
 
     fn run_aio(&mut self, depth: usize) -> Result<(), EngineError> {
-        let ctx = Context::new(depth as u32).map_err(io_err(&self.path))?;
+        let ctx = Context::new(depth as u32).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENOSYS) {
+                EngineError::NoAio
+            } else {
+                EngineError::Io {
+                    path: self.path.clone(),
+                    source: e,
+                }
+            }
+        })?;
         let fd = self.file.as_raw_fd();
         let mut buffers: Vec<Aligned> = (0..depth).map(|_| Aligned::new(self.block_size)).collect();
         let mut iocbs = vec![Iocb::default(); depth];
@@ -433,24 +447,31 @@ fn run_in(job: &Job, files: &[PathBuf]) -> Result<JobResult, EngineError> {
             let depth = job.iodepth.max(1) as usize;
             Ok(std::thread::spawn(move || {
                 let ran = match engine {
-                    Engine::LibAio => worker.run_aio(depth),
-                    Engine::Sync => worker.run_sync(),
+                    Engine::LibAio => match worker.run_aio(depth) {
+                        // A kernel without AIO (or qemu-user): one at a time.
+                        Err(EngineError::NoAio) => worker.run_sync().map(|()| "sync"),
+                        other => other.map(|()| "libaio"),
+                    },
+                    Engine::Sync => worker.run_sync().map(|()| "sync"),
                 };
-                ran.map(|()| (worker.read, worker.write))
+                ran.map(|used| (used, worker.read, worker.write))
             }))
         })
         .collect::<Result<_, EngineError>>()?;
     let (mut read, mut write) = (Tally::new(), Tally::new());
+    let mut engine = "sync";
     for handle in handles {
-        let (r, w) = handle
+        let (used, r, w) = handle
             .join()
             .map_err(|_| EngineError::Unsupported("a benchmark thread failed".into()))??;
+        engine = used;
         read.merge(&r);
         write.merge(&w);
     }
     let seconds = started.elapsed().saturating_sub(job.ramp).as_secs_f64();
     Ok(JobResult {
         job: job.name.clone(),
+        engine,
         seconds,
         read: Direction::from_tally(&read, seconds),
         write: Direction::from_tally(&write, seconds),

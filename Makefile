@@ -77,3 +77,4 @@ bench: deps
 	bash tests/bench/samba.sh
 	bash tests/bench/iperf3.sh
 	bash tests/bench/monitoring.sh
+	bash tests/bench/diskbench.sh

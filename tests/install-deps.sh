@@ -13,7 +13,7 @@ apt_packages=(
   e2fsprogs xfsprogs btrfs-progs ntfs-3g exfatprogs dosfstools  # mkfs.* and ntfs-3g over FUSE
   smartmontools hdparm                                 # SMART, spindown
   samba smbclient samba-common-bin nfs-kernel-server   # smbd, testparm, smbcontrol, pdbedit, exportfs
-  iperf3                                               # the peer of the network benchmarks
+  iperf3 fio                                           # the peers of the network and disk benchmarks
   collectd-core rrdtool                                # loads the nasd collectd plugin; the monitoring bench's peer
   curl                                                 # the monitoring bench's HTTP client
   bc                                                   # arithmetic in the benchmark scripts

@@ -17,7 +17,7 @@ impl Mounted {
         let image = dir.path().join("disk.img");
         std::fs::File::create(&image)
             .unwrap()
-            .set_len(256 << 20)
+            .set_len(512 << 20)
             .unwrap();
         let out = Command::new("losetup")
             .args(["--find", "--show"])
@@ -51,14 +51,21 @@ impl Mounted {
     fn bench(&self, jobfile: &str, target: &Path) -> Output {
         let file = self.dir.path().join("job.fio");
         std::fs::write(&file, jobfile).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_nasd"))
-            .args(["--config", "/dev/null", "bench", "disk", "--json", "--fio"])
-            .arg(&file)
-            .arg("--target")
-            .arg(target)
-            .output()
-            .unwrap()
+        bench_disk(&[
+            "--fio".as_ref(),
+            file.as_ref(),
+            "--target".as_ref(),
+            target.as_ref(),
+        ])
     }
+}
+
+fn bench_disk(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nasd"))
+        .args(["--config", "/dev/null", "bench", "disk", "--json"])
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 impl Drop for Mounted {
@@ -166,5 +173,56 @@ fn bad_jobs_and_targets_are_refused_by_name() {
     assert!(
         String::from_utf8_lossy(&huge.stderr).contains("size: the test files need"),
         "{huge:?}"
+    );
+}
+
+#[test]
+fn the_quick_preset_runs_its_four_tests() {
+    let m = Mounted::new();
+    let out = bench_disk(&[
+        "--preset".as_ref(),
+        "quick".as_ref(),
+        "--target".as_ref(),
+        m.mnt().as_ref(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs: Vec<_> = results.iter().map(|r| r["job"].as_str().unwrap()).collect();
+    assert_eq!(
+        jobs,
+        [
+            "randread-4k-qd32",
+            "randwrite-4k-qd32",
+            "read-1m-qd8",
+            "write-1m-qd8"
+        ]
+    );
+    for r in &results {
+        let dir = if r["job"].as_str().unwrap().contains("write") {
+            "write"
+        } else {
+            "read"
+        };
+        assert!(r[dir]["iops"].as_f64().unwrap() > 10.0, "{r}");
+        assert!(
+            r["seconds"].as_f64().unwrap() >= 5.9,
+            "six measured seconds after the ramp: {r}"
+        );
+    }
+
+    let unknown = bench_disk(&[
+        "--preset".as_ref(),
+        "sbc".as_ref(),
+        "--target".as_ref(),
+        m.mnt().as_ref(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("preset: must be one of kubestr, dbench, quick"),
+        "{unknown:?}"
     );
 }

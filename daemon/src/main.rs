@@ -121,11 +121,20 @@ enum BenchVerb {
         #[arg(long)]
         json: bool,
     },
-    /// Disk throughput and latency from a fio job file
+    /// Disk throughput and latency from a preset or a fio job file
     Disk {
+        /// kubestr (four fio profiles, about 8 min), dbench (9 tests, about
+        /// 3 min, with dbench's summary) or quick (about 30 s)
+        #[arg(
+            long,
+            value_name = "NAME",
+            required_unless_present = "fio",
+            conflicts_with = "fio"
+        )]
+        preset: Option<String>,
         /// The fio job file (the subset nasd knows; others are refused by name)
         #[arg(long, value_name = "JOBFILE")]
-        fio: PathBuf,
+        fio: Option<PathBuf>,
         /// A directory on the filesystem to test
         #[arg(long, value_name = "DIR")]
         target: PathBuf,
@@ -426,9 +435,18 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
                 print_net_run(&run);
             }
         }
-        BenchVerb::Disk { fio, target, json } => {
-            let jobfile = std::fs::read_to_string(&fio)
-                .with_context(|| format!("cannot read {}", fio.display()))?;
+        BenchVerb::Disk {
+            preset,
+            fio,
+            target,
+            json,
+        } => {
+            let jobfile = match (&preset, &fio) {
+                (Some(name), _) => nasd::bench::disk::presets::jobfile(name)?.to_owned(),
+                (None, Some(path)) => std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+                (None, None) => anyhow::bail!("--preset or --fio is required"),
+            };
             let host = Host::new(&config.root)?;
             let results = tokio::task::spawn_blocking(move || {
                 nasd::bench::disk::run_jobfile(&host, &jobfile, &target)
@@ -453,6 +471,11 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
                         );
                     }
                 }
+            }
+            if let Some(summary) = nasd::bench::disk::presets::dbench_summary(&results)
+                && !json
+            {
+                print!("\n{summary}");
             }
         }
         BenchVerb::NetRuns { json } => {

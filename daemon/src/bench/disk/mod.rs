@@ -2,12 +2,13 @@
 //! job files, and a native engine (Linux AIO through raw syscalls, or one
 //! request at a time) with latency percentiles.
 //!
-//! So far: the job model, the engine and the command line. Presets, the
+//! So far: the job model, the engine, the presets and the command line. The
 //! run's context, history, the API and raw devices are still to come.
 
 mod aio;
 pub mod engine;
 pub mod job;
+pub mod presets;
 
 use std::path::Path;
 

@@ -226,3 +226,57 @@ fn the_quick_preset_runs_its_four_tests() {
         "{unknown:?}"
     );
 }
+
+#[test]
+fn a_killed_run_holds_no_lock_and_its_files_go_at_the_next_run() {
+    let m = Mounted::new();
+    std::fs::write(m.mnt().join("keep.txt"), "the user's").unwrap();
+    let job = m.dir.path().join("long.fio");
+    std::fs::write(
+        &job,
+        "[long]\nrw=randread\nbs=4k\nsize=8M\nioengine=libaio\ndirect=1\ntime_based\nruntime=120\n",
+    )
+    .unwrap();
+    let mut running = Command::new(env!("CARGO_BIN_EXE_nasd"))
+        .args(["--config", "/dev/null", "bench", "disk", "--fio"])
+        .arg(&job)
+        .arg("--target")
+        .arg(m.mnt())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let test_file = m.mnt().join("nasd-bench.long.0");
+    for _ in 0..100 {
+        if test_file.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(test_file.exists(), "the run lays out its file");
+
+    let second = m.bench("[a]\nsize=1M\n", &m.mnt());
+    assert!(!second.status.success());
+    assert!(
+        String::from_utf8_lossy(&second.stderr)
+            .contains("target: a disk benchmark is already running there"),
+        "{second:?}"
+    );
+
+    running.kill().unwrap();
+    running.wait().unwrap();
+    assert!(test_file.exists(), "SIGKILL leaves the file behind");
+
+    let next = m.bench("[a]\nsize=1M\nrw=write\n", &m.mnt());
+    assert!(
+        next.status.success(),
+        "the lock died with the process: {}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    let mut left: Vec<_> = std::fs::read_dir(m.mnt())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["keep.txt", "lost+found"]);
+}

@@ -385,12 +385,31 @@ impl Worker {
     }
 }
 
+/// Every test file's name starts with this, so a killed run's files can be
+/// told from the user's.
+const FILE_PREFIX: &str = "nasd-bench.";
+
+/// Removes test files a killed run left in `dir`; only call it while no
+/// other run uses `dir`. Returns how many were removed.
+pub fn remove_leftovers(dir: &Path) -> Result<usize, EngineError> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
+        let is_test_file = entry.file_name().to_string_lossy().starts_with(FILE_PREFIX)
+            && entry.file_type().is_ok_and(|t| t.is_file());
+        if is_test_file {
+            std::fs::remove_file(entry.path()).map_err(io_err(&entry.path()))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Runs `job` with its files in `dir`; the files are removed afterwards.
 pub fn run(job: &Job, dir: &Path) -> Result<JobResult, EngineError> {
     let files: Vec<PathBuf> = (0..job.numjobs)
         .map(|i| {
             dir.join(format!(
-                "nasd-bench.{}.{i}",
+                "{FILE_PREFIX}{}.{i}",
                 job.name.replace(['/', '\0'], "_")
             ))
         })

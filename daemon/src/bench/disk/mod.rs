@@ -59,7 +59,35 @@ pub fn run_jobfile(
             .into());
         }
     }
+    let _claim = claim(target)?;
     jobs.iter()
         .map(|j| engine::run(j, target).map_err(DiskBenchError::from))
         .collect()
+}
+
+/// Takes `target` for one run: a lock on the directory itself (no file of
+/// ours is left there), held until the returned handle drops and released
+/// by the kernel if the process dies. A second run there is refused, and
+/// the first thing a run does is remove what a killed one left behind.
+fn claim(target: &Path) -> Result<std::fs::File, DiskBenchError> {
+    let io = |source| EngineError::Io {
+        path: target.to_path_buf(),
+        source,
+    };
+    let dir = std::fs::File::open(target).map_err(io)?;
+    match dir.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(Invalid::new("target", "a disk benchmark is already running there").into());
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e).into()),
+    }
+    let removed = engine::remove_leftovers(target)?;
+    if removed > 0 {
+        tracing::info!(
+            "removed {removed} test files an interrupted benchmark left in {}",
+            target.display()
+        );
+    }
+    Ok(dir)
 }

@@ -280,3 +280,47 @@ fn a_killed_run_holds_no_lock_and_its_files_go_at_the_next_run() {
     left.sort();
     assert_eq!(left, ["keep.txt", "lost+found"]);
 }
+
+#[test]
+fn fio_shaped_output_reads_like_fios() {
+    let m = Mounted::new();
+    let job = m.dir.path().join("w.fio");
+    std::fs::write(
+        &job,
+        "[w]\nrw=write\nbs=128k\nsize=16M\nioengine=libaio\ndirect=1\niodepth=4\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nasd"))
+        .args([
+            "--config",
+            "/dev/null",
+            "bench",
+            "disk",
+            "--fio-json",
+            "--fio",
+        ])
+        .arg(&job)
+        .arg("--target")
+        .arg(m.mnt())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let write = &doc["jobs"][0]["write"];
+    assert_eq!(doc["jobs"][0]["jobname"], "w");
+    assert_eq!(write["io_bytes"], 16u64 << 20);
+    assert_eq!(write["io_kbytes"], 16u64 << 10);
+    assert_eq!(write["total_ios"], 128);
+    let bw = write["bw_bytes"].as_f64().unwrap();
+    assert!(
+        (write["bw"].as_f64().unwrap() - bw / 1024.0).abs() <= 1.0,
+        "bw is KiB/s"
+    );
+    let p50 = write["lat_ns"]["percentile"]["50.000000"].as_u64().unwrap();
+    assert!(p50 > 1000, "nanoseconds: {p50}");
+    assert_eq!(doc["jobs"][0]["read"]["io_bytes"], 0);
+}

@@ -140,6 +140,9 @@ enum BenchVerb {
         target: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Print fio's JSON shape (--output-format=json) for the fields nasd measures
+        #[arg(long, conflicts_with = "json")]
+        fio_json: bool,
     },
 }
 
@@ -440,6 +443,7 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
             fio,
             target,
             json,
+            fio_json,
         } => {
             let jobfile = match (&preset, &fio) {
                 (Some(name), _) => nasd::bench::disk::presets::jobfile(name)?.to_owned(),
@@ -454,8 +458,14 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
             .await??;
             if json {
                 print_json(&results)?;
+            } else if fio_json {
+                print_json(&nasd::bench::disk::fio_json::render(
+                    &results,
+                    env!("CARGO_PKG_VERSION"),
+                ))?;
             }
-            for r in results.iter().filter(|_| !json) {
+            let text = !json && !fio_json;
+            for r in results.iter().filter(|_| text) {
                 println!("{} ({:.1} s, {})", r.job, r.seconds, r.engine);
                 for (name, d) in [("read", &r.read), ("write", &r.write)] {
                     if let Some(d) = d {
@@ -473,7 +483,7 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
                 }
             }
             if let Some(summary) = nasd::bench::disk::presets::dbench_summary(&results)
-                && !json
+                && text
             {
                 print!("\n{summary}");
             }

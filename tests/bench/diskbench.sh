@@ -45,13 +45,11 @@ iodepth=$4
 JOB
 }
 
-# iops bw_bytes_per_s p50_us, from either tool's JSON. fio's latency is its
-# total (submission to completion, lat_percentiles), which is what nasd times.
+# iops bw_bytes_per_s p50_us. fio's latency is its total (submission to
+# completion, lat_percentiles), which is what nasd times.
+# nasd prints fio's JSON shape too (--fio-json), so one parser reads both.
 fio_figures() {
   python3 -c 'import json,sys; r=json.load(sys.stdin)["jobs"][0]["read"]; p=r["lat_ns"]["percentile"]; print("%.0f %.0f %.1f" % (r["iops"], r["bw_bytes"], p["50.000000"]/1000))'
-}
-nasd_figures() {
-  python3 -c 'import json,sys; r=json.load(sys.stdin)[0]["read"]; print("%.0f %.0f %.1f" % (r["iops"], r["bw_bytes_per_s"], r["lat_us"]["p50"]))'
 }
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 
@@ -63,7 +61,7 @@ for spec in "randread-4k-qd32 randread 4k 32" "read-64k-qd32 read 64k 32"; do
   read -r f_iops f_bw f_p50 < <(cd "$work/mnt/bench" && fio --output-format=json --lat_percentiles=1 "$work/$1.fio" | fio_figures)
   rm -f "$work/mnt/bench/$1".*
   sync; echo 3 > /proc/sys/vm/drop_caches
-  read -r n_iops n_bw n_p50 < <("$nasd" --config /dev/null bench disk --fio "$work/$1.fio" --target "$work/mnt/bench" --json | nasd_figures)
+  read -r n_iops n_bw n_p50 < <("$nasd" --config /dev/null bench disk --fio "$work/$1.fio" --target "$work/mnt/bench" --fio-json | fio_figures)
   printf '%-14s %12s %12.1f %8s | %12s %12.1f %8s | %6s %6s %6s\n' "$1" \
     "$f_iops" "$(python3 -c "print($f_bw/1048576)")" "$f_p50" \
     "$n_iops" "$(python3 -c "print($n_bw/1048576)")" "$n_p50" \

@@ -7,6 +7,7 @@
 
 mod aio;
 pub mod engine;
+pub mod fio_json;
 pub mod job;
 pub mod presets;
 

@@ -224,7 +224,7 @@ impl NetBench {
         let mut server = self.server.lock().await;
         if port == 0 {
             if let Some((_, task)) = server.take() {
-                task.abort();
+                stop(task).await;
             }
             return Ok(ServerStatus {
                 enabled: false,

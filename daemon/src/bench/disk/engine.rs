@@ -272,8 +272,18 @@ impl Worker {
         }
     }
 
-    fn counts(&self, at: Instant) -> bool {
-        at.duration_since(self.started) >= self.ramp
+    /// Tallies a request submitted at `t0` and completed at `done`, unless
+    /// it was submitted during the ramp.
+    fn complete(&mut self, read: bool, t0: Instant, done: Instant) {
+        if t0.duration_since(self.started) < self.ramp {
+            return;
+        }
+        let tally = if read {
+            &mut self.read
+        } else {
+            &mut self.write
+        };
+        tally.record(self.block_size as u64, done - t0);
     }
 
     fn run_sync(&mut self) -> Result<(), EngineError> {
@@ -291,14 +301,7 @@ impl Worker {
             result.map_err(io_err(&self.path))?;
             let done = Instant::now();
             issued += 1;
-            if self.counts(t0) {
-                let tally = if read {
-                    &mut self.read
-                } else {
-                    &mut self.write
-                };
-                tally.record(self.block_size as u64, done - t0);
-            }
+            self.complete(read, t0, done);
         }
         Ok(())
     }
@@ -368,14 +371,7 @@ impl Worker {
                     });
                 }
                 let (t0, read) = slots[slot];
-                if self.counts(t0) {
-                    let tally = if read {
-                        &mut self.read
-                    } else {
-                        &mut self.write
-                    };
-                    tally.record(self.block_size as u64, done - t0);
-                }
+                self.complete(read, t0, done);
                 pending.push(slot);
             }
             in_flight -= n;

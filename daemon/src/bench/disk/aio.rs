@@ -118,6 +118,52 @@ impl Context {
     }
 }
 
+/// The engine's request queue over an AIO context: one iocb per slot,
+/// at fixed addresses while requests are in flight.
+pub struct AioQueue {
+    ctx: Context,
+    fd: RawFd,
+    iocbs: Vec<Iocb>,
+    batch: Vec<usize>,
+    events: Vec<IoEvent>,
+}
+
+impl AioQueue {
+    pub fn new(fd: RawFd, depth: usize) -> io::Result<Self> {
+        Ok(AioQueue {
+            ctx: Context::new(depth as u32)?,
+            fd,
+            iocbs: vec![Iocb::default(); depth],
+            batch: Vec::with_capacity(depth),
+            events: vec![IoEvent::default(); depth],
+        })
+    }
+}
+
+impl super::engine::Queue for AioQueue {
+    fn push(&mut self, slot: usize, write: bool, buf: *mut u8, len: u64, offset: u64) {
+        self.iocbs[slot] = Iocb::prepare(self.fd, write, buf, len, offset, slot as u64);
+        self.batch.push(slot);
+    }
+
+    fn submit_and_reap(&mut self, done: &mut Vec<(usize, i64)>) -> io::Result<()> {
+        let base = self.iocbs.as_mut_ptr();
+        // SAFETY: every slot index is below iocbs.len().
+        let mut pointers: Vec<*mut Iocb> = self
+            .batch
+            .drain(..)
+            .map(|slot| unsafe { base.add(slot) })
+            .collect();
+        let mut submitted = 0;
+        while submitted < pointers.len() {
+            submitted += self.ctx.submit(&mut pointers[submitted..])?;
+        }
+        let n = self.ctx.reap(1, &mut self.events)?;
+        done.extend(self.events[..n].iter().map(|e| (e.data as usize, e.res)));
+        Ok(())
+    }
+}
+
 impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: the context was made by io_setup and is destroyed once.

@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::aio::{Context, IoEvent, Iocb};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use super::job::{Engine, Job, Pattern};
 
 /// Buffers aligned for O_DIRECT on any device these boards have.
@@ -22,8 +24,8 @@ const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("this kernel has no native AIO")]
-    NoAio,
+    #[error("cancelled")]
+    Cancelled,
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -150,7 +152,7 @@ impl Tally {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     pub mean: f64,
     pub p50: f64,
@@ -160,7 +162,7 @@ pub struct Latency {
 }
 
 /// One direction's figures, units in the names.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Direction {
     pub io_bytes: u64,
     pub ios: u64,
@@ -196,12 +198,15 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobResult {
     pub job: String,
-    /// The backend that ran: `libaio`, or `sync` (also when native AIO
-    /// was asked for but the kernel has none).
-    pub engine: &'static str,
+    /// The backend that ran: `io_uring`, `libaio`, or `sync` (also when
+    /// the asked one is missing from the kernel).
+    pub engine: String,
+    /// False when the job asked for direct I/O on a filesystem that has
+    /// none: it then ran buffered, with the file's cache dropped first.
+    pub direct: bool,
     /// Measured seconds (after the ramp).
     pub seconds: f64,
     pub read: Option<Direction>,
@@ -250,6 +255,39 @@ fn open(path: &Path, direct: bool) -> Result<File, EngineError> {
     })
 }
 
+/// A kernel queue of asynchronous requests (native AIO or io_uring).
+pub trait Queue {
+    /// Queues a read or write of `len` bytes at `offset` through `buf`,
+    /// tagged with `slot`; `buf` stays valid until that slot completes.
+    fn push(&mut self, slot: usize, write: bool, buf: *mut u8, len: u64, offset: u64);
+    /// Submits what was queued and waits for at least one completion,
+    /// adding (slot, bytes transferred or -errno) to `done`.
+    fn submit_and_reap(&mut self, done: &mut Vec<(usize, i64)>) -> std::io::Result<()>;
+}
+
+/// Shared between a run and whoever watches it: a cancel switch, and the
+/// requests completed so far in the current job (for progress).
+#[derive(Debug, Default)]
+pub struct Control {
+    cancelled: AtomicBool,
+    completed: AtomicU64,
+}
+
+impl Control {
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Requests completed in the current job.
+    pub fn completed(&self) -> u64 {
+        self.completed.load(Ordering::Relaxed)
+    }
+}
+
 struct Worker {
     file: File,
     path: PathBuf,
@@ -260,12 +298,16 @@ struct Worker {
     /// Ends the job: a deadline, or a number of requests.
     deadline: Option<Instant>,
     budget: u64,
+    control: Arc<Control>,
     read: Tally,
     write: Tally,
 }
 
 impl Worker {
     fn more(&mut self, issued: u64) -> bool {
+        if self.control.is_cancelled() {
+            return false;
+        }
         match self.deadline {
             Some(deadline) => Instant::now() < deadline,
             None => issued < self.budget,
@@ -275,6 +317,7 @@ impl Worker {
     /// Tallies a request submitted at `t0` and completed at `done`, unless
     /// it was submitted during the ramp.
     fn complete(&mut self, read: bool, t0: Instant, done: Instant) {
+        self.control.completed.fetch_add(1, Ordering::Relaxed);
         if t0.duration_since(self.started) < self.ramp {
             return;
         }
@@ -306,64 +349,46 @@ impl Worker {
         Ok(())
     }
 
-    fn run_aio(&mut self, depth: usize) -> Result<(), EngineError> {
-        let ctx = Context::new(depth as u32).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ENOSYS) {
-                EngineError::NoAio
-            } else {
-                EngineError::Io {
-                    path: self.path.clone(),
-                    source: e,
-                }
-            }
-        })?;
-        let fd = self.file.as_raw_fd();
-        let mut buffers: Vec<Aligned> = (0..depth).map(|_| Aligned::new(self.block_size)).collect();
-        let mut iocbs = vec![Iocb::default(); depth];
+    /// Keeps up to `depth` requests in flight through `queue`.
+    fn run_queued(&mut self, queue: &mut impl Queue, depth: usize) -> Result<(), EngineError> {
+        let buffers: Vec<Aligned> = (0..depth).map(|_| Aligned::new(self.block_size)).collect();
         // Per slot: when it was submitted, and whether it reads.
         let mut slots: Vec<(Instant, bool)> = vec![(Instant::now(), true); depth];
-        let mut events = vec![IoEvent::default(); depth];
+        let mut done = Vec::with_capacity(depth);
         let mut issued = 0u64;
         let mut in_flight = 0usize;
-        let mut pending: Vec<usize> = (0..depth).collect();
+        let mut free: Vec<usize> = (0..depth).collect();
         loop {
-            let mut batch: Vec<*mut Iocb> = Vec::with_capacity(pending.len());
-            for slot in pending.drain(..) {
+            while let Some(&slot) = free.last() {
                 if !self.more(issued) {
                     break;
                 }
+                free.pop();
                 let (read, offset) = self.plan.next();
-                iocbs[slot] = Iocb::prepare(
-                    fd,
+                slots[slot] = (Instant::now(), read);
+                queue.push(
+                    slot,
                     !read,
                     buffers[slot].ptr,
                     self.block_size as u64,
                     offset,
-                    slot as u64,
                 );
-                slots[slot] = (Instant::now(), read);
-                batch.push(&mut iocbs[slot]);
                 issued += 1;
+                in_flight += 1;
             }
-            let mut submitted = 0;
-            while submitted < batch.len() {
-                submitted += ctx
-                    .submit(&mut batch[submitted..])
-                    .map_err(io_err(&self.path))?;
-            }
-            in_flight += batch.len();
             if in_flight == 0 {
                 return Ok(());
             }
-            let n = ctx.reap(1, &mut events).map_err(io_err(&self.path))?;
-            let done = Instant::now();
-            for event in &events[..n] {
-                let slot = event.data as usize;
-                if event.res != self.block_size as i64 {
-                    let source = if event.res < 0 {
-                        std::io::Error::from_raw_os_error(-event.res as i32)
+            queue
+                .submit_and_reap(&mut done)
+                .map_err(io_err(&self.path))?;
+            let now = Instant::now();
+            for (slot, res) in done.drain(..) {
+                if res != self.block_size as i64 {
+                    let source = if res < 0 {
+                        std::io::Error::from_raw_os_error(-res as i32)
                     } else {
-                        std::io::Error::other(format!("short transfer of {} bytes", event.res))
+                        std::io::Error::other(format!("short transfer of {res} bytes"))
                     };
                     return Err(EngineError::Io {
                         path: self.path.clone(),
@@ -371,13 +396,32 @@ impl Worker {
                     });
                 }
                 let (t0, read) = slots[slot];
-                self.complete(read, t0, done);
-                pending.push(slot);
+                self.complete(read, t0, now);
+                free.push(slot);
+                in_flight -= 1;
             }
-            in_flight -= n;
-            // Keep the buffers alive until every request has completed.
-            let _ = &mut buffers;
         }
+    }
+
+    /// Runs with the asked engine, falling back to what the kernel has:
+    /// io_uring, then native AIO, then one request at a time. Returns the
+    /// engine that ran.
+    fn run(&mut self, engine: Engine, depth: usize) -> Result<&'static str, EngineError> {
+        let fd = self.file.as_raw_fd();
+        if engine == Engine::IoUring
+            && let Ok(mut queue) = super::uring::UringQueue::new(fd, depth)
+        {
+            return self.run_queued(&mut queue, depth).map(|()| "io_uring");
+        }
+        if engine != Engine::Sync {
+            match super::aio::AioQueue::new(fd, depth) {
+                Ok(mut queue) => return self.run_queued(&mut queue, depth).map(|()| "libaio"),
+                // A kernel without AIO (or qemu-user): one at a time.
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
+                Err(e) => return Err(io_err(&self.path)(e)),
+            }
+        }
+        self.run_sync().map(|()| "sync")
     }
 }
 
@@ -400,31 +444,68 @@ pub fn remove_leftovers(dir: &Path) -> Result<usize, EngineError> {
     Ok(removed)
 }
 
-/// Runs `job` with its files in `dir`; the files are removed afterwards.
-pub fn run(job: &Job, dir: &Path) -> Result<JobResult, EngineError> {
-    let files: Vec<PathBuf> = (0..job.numjobs)
-        .map(|i| {
-            dir.join(format!(
-                "{FILE_PREFIX}{}.{i}",
-                job.name.replace(['/', '\0'], "_")
-            ))
-        })
-        .collect();
-    let result = run_in(job, &files);
-    for file in &files {
-        let _ = std::fs::remove_file(file);
-    }
-    result
+/// Where a job's I/O goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// Test files in a directory, written in full first, removed after.
+    Dir(&'a Path),
+    /// A whole block device (checked blank and confirmed by the caller);
+    /// every job thread works on the device itself, as fio's
+    /// `filename=/dev/...` does.
+    Device(&'a Path),
 }
 
-fn run_in(job: &Job, files: &[PathBuf]) -> Result<JobResult, EngineError> {
-    let blocks = job.size / job.block_size;
-    for path in files {
-        lay_out(path, blocks * job.block_size)?;
+/// Runs `job` on `target`; test files are removed afterwards, also when
+/// the run fails or is cancelled.
+pub fn run(job: &Job, target: Target, control: &Arc<Control>) -> Result<JobResult, EngineError> {
+    control.completed.store(0, Ordering::Relaxed);
+    match target {
+        Target::Dir(dir) => {
+            let files: Vec<PathBuf> = (0..job.numjobs)
+                .map(|i| {
+                    dir.join(format!(
+                        "{FILE_PREFIX}{}.{i}",
+                        job.name.replace(['/', '\0'], "_")
+                    ))
+                })
+                .collect();
+            let result = run_in(job, &files, true, control);
+            for file in &files {
+                let _ = std::fs::remove_file(file);
+            }
+            result
+        }
+        Target::Device(device) => {
+            let files = vec![device.to_path_buf(); job.numjobs as usize];
+            run_in(job, &files, false, control)
+        }
     }
-    let block_size = usize::try_from(job.block_size).map_err(|_| {
-        EngineError::Unsupported("the block size does not fit in memory here".into())
-    })?;
+}
+
+fn run_in(
+    job: &Job,
+    files: &[PathBuf],
+    lay_out_files: bool,
+    control: &Arc<Control>,
+) -> Result<JobResult, EngineError> {
+    let blocks = job.size / job.block_size;
+    if lay_out_files {
+        for path in files {
+            lay_out(path, blocks * job.block_size)?;
+        }
+    }
+    let block_size = usize::try_from(job.block_size)
+        .ok()
+        .filter(|&b| u32::try_from(b).is_ok())
+        .ok_or_else(|| EngineError::Unsupported("the block size must be below 4 GiB".into()))?;
+    // A filesystem without O_DIRECT (some FUSE ones) runs buffered, one
+    // request at a time, and the result says so.
+    let direct = job.direct && files.first().is_none_or(|p| open(p, true).is_ok());
+    let engine = if job.direct && !direct {
+        Engine::Sync
+    } else {
+        job.engine
+    };
     let started = Instant::now();
     let deadline = job
         .time_based
@@ -433,7 +514,11 @@ fn run_in(job: &Job, files: &[PathBuf]) -> Result<JobResult, EngineError> {
         .iter()
         .enumerate()
         .map(|(i, path)| {
-            let file = open(path, job.direct)?;
+            let file = open(path, direct)?;
+            if job.direct && !direct {
+                // Reads then come from the disk, not from what lay_out wrote.
+                drop_cached(&file);
+            }
             let seed = if job.randrepeat {
                 0x1234_5678_9ABC_DEF1 ^ (i as u64 + 1)
             } else {
@@ -455,42 +540,49 @@ fn run_in(job: &Job, files: &[PathBuf]) -> Result<JobResult, EngineError> {
                 ramp: job.ramp,
                 deadline,
                 budget: blocks,
+                control: control.clone(),
                 read: Tally::new(),
                 write: Tally::new(),
             };
-            let engine = job.engine;
             let depth = job.iodepth.max(1) as usize;
+            let end_fsync = job.end_fsync;
             Ok(std::thread::spawn(move || {
-                let ran = match engine {
-                    Engine::LibAio => match worker.run_aio(depth) {
-                        // A kernel without AIO (or qemu-user): one at a time.
-                        Err(EngineError::NoAio) => worker.run_sync().map(|()| "sync"),
-                        other => other.map(|()| "libaio"),
-                    },
-                    Engine::Sync => worker.run_sync().map(|()| "sync"),
-                };
-                ran.map(|used| (used, worker.read, worker.write))
+                let used = worker.run(engine, depth)?;
+                if end_fsync {
+                    worker.file.sync_all().map_err(io_err(&worker.path))?;
+                }
+                Ok::<_, EngineError>((used, worker.read, worker.write))
             }))
         })
         .collect::<Result<_, EngineError>>()?;
     let (mut read, mut write) = (Tally::new(), Tally::new());
-    let mut engine = "sync";
+    let mut used = "sync";
     for handle in handles {
-        let (used, r, w) = handle
+        let (engine, r, w) = handle
             .join()
             .map_err(|_| EngineError::Unsupported("a benchmark thread failed".into()))??;
-        engine = used;
+        used = engine;
         read.merge(&r);
         write.merge(&w);
+    }
+    if control.is_cancelled() {
+        return Err(EngineError::Cancelled);
     }
     let seconds = started.elapsed().saturating_sub(job.ramp).as_secs_f64();
     Ok(JobResult {
         job: job.name.clone(),
-        engine,
+        engine: used.to_owned(),
+        direct,
         seconds,
         read: Direction::from_tally(&read, seconds),
         write: Direction::from_tally(&write, seconds),
     })
+}
+
+/// Drops the page cache of `file` (written by lay_out and synced).
+fn drop_cached(file: &File) {
+    // SAFETY: a plain advice call on an open descriptor.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
 }
 
 #[cfg(test)]

@@ -82,7 +82,8 @@ mod tests {
         };
         let result = JobResult {
             job: "randread-4k".into(),
-            engine: "libaio",
+            engine: "libaio".into(),
+            direct: true,
             seconds: 10.0,
             read: Some(read),
             write: None,

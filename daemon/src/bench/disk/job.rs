@@ -29,6 +29,8 @@ impl Pattern {
 pub enum Engine {
     /// Linux native AIO (fio's libaio), through raw syscalls.
     LibAio,
+    /// io_uring where the kernel has it (5.6+), else native AIO.
+    IoUring,
     /// One request at a time with pread/pwrite (fio's sync and psync).
     Sync,
 }
@@ -52,6 +54,9 @@ pub struct Job {
     pub filename: Option<String>,
     pub directory: Option<String>,
     pub randrepeat: bool,
+    /// fsync the file when the job's I/O is done, inside the measured
+    /// time (dd's conv=fsync).
+    pub end_fsync: bool,
 }
 
 impl Default for Job {
@@ -72,6 +77,7 @@ impl Default for Job {
             filename: None,
             directory: None,
             randrepeat: true,
+            end_fsync: false,
         }
     }
 }
@@ -184,7 +190,8 @@ fn set(job: &mut Job, key: &str, value: &str) -> Result<(), Invalid> {
         "direct" => job.direct = flag(key, value)?,
         "ioengine" => {
             job.engine = match value.trim() {
-                "libaio" | "io_uring" => Engine::LibAio,
+                "libaio" => Engine::LibAio,
+                "io_uring" => Engine::IoUring,
                 "sync" | "psync" | "pvsync" => Engine::Sync,
                 other => {
                     return Err(Invalid::new(
@@ -198,6 +205,7 @@ fn set(job: &mut Job, key: &str, value: &str) -> Result<(), Invalid> {
         "filename" => job.filename = Some(value.trim().to_owned()),
         "directory" => job.directory = Some(value.trim().to_owned()),
         "randrepeat" => job.randrepeat = flag(key, value)?,
+        "end_fsync" => job.end_fsync = flag(key, value)?,
         // Output and timing options that change no I/O: accepted.
         "group_reporting" | "gtod_reduce" => {
             flag(key, value)?;

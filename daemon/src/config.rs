@@ -40,6 +40,8 @@ pub struct Config {
     pub iperf3_port: u16,
     /// How often the batch of samples is written (0: every sample).
     pub commit_interval: Duration,
+    /// A disk benchmark this many percent below its baseline raises an event.
+    pub bench_regression_percent: u8,
 }
 
 impl Default for Config {
@@ -54,6 +56,7 @@ impl Default for Config {
             drift_check: Duration::from_secs(60),
             iperf3_port: 5201,
             commit_interval: Duration::from_secs(300),
+            bench_regression_percent: 20,
         }
     }
 }
@@ -71,6 +74,7 @@ struct ConfigFile {
     drift_check_secs: Option<u64>,
     iperf3_port: Option<u16>,
     commit_interval_secs: Option<u64>,
+    bench_regression_percent: Option<u8>,
 }
 
 pub const SAMPLE_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
@@ -147,6 +151,15 @@ impl Config {
             config.drift_check =
                 seconds("drift_check_secs", secs, &DRIFT_RANGE_SECS).map_err(invalid)?;
         }
+        if let Some(percent) = file.bench_regression_percent {
+            if !(1..=90).contains(&percent) {
+                return Err(invalid(Invalid::new(
+                    "bench_regression_percent",
+                    format!("must be 1 to 90, got {percent}"),
+                )));
+            }
+            config.bench_regression_percent = percent;
+        }
         Ok(config)
     }
 
@@ -220,6 +233,13 @@ mod tests {
         let err = parse("sample_interval_secs = 0\n").unwrap_err().to_string();
         assert!(
             err.contains("sample_interval_secs: must be 1 to 3600"),
+            "{err}"
+        );
+        let err = parse("bench_regression_percent = 95\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bench_regression_percent: must be 1 to 90"),
             "{err}"
         );
         let err = parse("data_dir = \"var\"\n").unwrap_err().to_string();

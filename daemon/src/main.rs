@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 use nasd::api::{self, AppState};
 use nasd::auth::Auth;
+use nasd::bench::disk::{DiskBench, DiskRequest, DiskRun, Status};
 use nasd::bench::net::{ClientOptions, NetBench, NetRun};
 use nasd::config::{self, Config};
 use nasd::disks::power::PowerSettings;
@@ -121,10 +122,13 @@ enum BenchVerb {
         #[arg(long)]
         json: bool,
     },
-    /// Disk throughput and latency from a preset or a fio job file
+    /// Disk throughput and latency from a preset or a fio job file; the run
+    /// is recorded with its context and compared with the disk's baseline.
+    /// Ctrl-C cancels it (its test files are removed).
     Disk {
         /// kubestr (four fio profiles, about 8 min), dbench (9 tests, about
-        /// 3 min, with dbench's summary) or quick (about 30 s)
+        /// 3 min, with dbench's summary), sbc (the SBC storage score, about
+        /// a minute) or quick (about 30 s)
         #[arg(
             long,
             value_name = "NAME",
@@ -135,14 +139,36 @@ enum BenchVerb {
         /// The fio job file (the subset nasd knows; others are refused by name)
         #[arg(long, value_name = "JOBFILE")]
         fio: Option<PathBuf>,
-        /// A directory on the filesystem to test
-        #[arg(long, value_name = "DIR")]
+        /// A directory on the filesystem to test, or a blank block device
+        #[arg(long, value_name = "DIR|DEVICE")]
         target: PathBuf,
+        /// For a block device: its path again, to confirm it may be overwritten
+        #[arg(long, value_name = "DEVICE")]
+        confirm_device: Option<String>,
+        /// The whole run as JSON (results, context, baseline)
         #[arg(long)]
         json: bool,
         /// Print fio's JSON shape (--output-format=json) for the fields nasd measures
         #[arg(long, conflicts_with = "json")]
         fio_json: bool,
+    },
+    /// Disk benchmark runs, newest first
+    Runs {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One disk benchmark run in full
+    Show {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Two disk benchmark runs side by side, with B / A ratios
+    Compare {
+        a: i64,
+        b: i64,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -442,50 +468,66 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
             preset,
             fio,
             target,
+            confirm_device,
             json,
             fio_json,
         } => {
-            let jobfile = match (&preset, &fio) {
-                (Some(name), _) => nasd::bench::disk::presets::jobfile(name)?.to_owned(),
-                (None, Some(path)) => std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?,
-                (None, None) => anyhow::bail!("--preset or --fio is required"),
+            let jobfile = match &fio {
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                ),
+                None => None,
             };
-            let host = Host::new(&config.root)?;
-            let results = tokio::task::spawn_blocking(move || {
-                nasd::bench::disk::run_jobfile(&host, &jobfile, &target)
-            })
-            .await??;
+            let disk_bench = open_disk_bench(&config)?;
+            let request = DiskRequest {
+                preset,
+                jobfile,
+                target: target.to_string_lossy().into_owned(),
+                confirm_device,
+            };
+            let run = run_disk_bench(&disk_bench, &request).await?;
             if json {
-                print_json(&results)?;
+                print_json(&run)?;
             } else if fio_json {
                 print_json(&nasd::bench::disk::fio_json::render(
-                    &results,
+                    &run.results,
                     env!("CARGO_PKG_VERSION"),
                 ))?;
+            } else {
+                print!("{}", nasd::bench::disk::text::run(&run));
             }
-            let text = !json && !fio_json;
-            for r in results.iter().filter(|_| text) {
-                println!("{} ({:.1} s, {})", r.job, r.seconds, r.engine);
-                for (name, d) in [("read", &r.read), ("write", &r.write)] {
-                    if let Some(d) = d {
-                        println!(
-                            "  {name}: {:.0} IOPS, {:.1} MiB/s ({:.1} MB/s), latency us mean {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1}",
-                            d.iops,
-                            d.bw_mib_per_s,
-                            d.bw_mb_per_s,
-                            d.lat_us.mean,
-                            d.lat_us.p50,
-                            d.lat_us.p99,
-                            d.lat_us.p99_9
-                        );
-                    }
-                }
+            if run.status != Status::Done {
+                anyhow::bail!(
+                    "disk benchmark #{} {}: {}",
+                    run.id,
+                    run.status.as_str(),
+                    run.error.as_deref().unwrap_or("")
+                );
             }
-            if let Some(summary) = nasd::bench::disk::presets::dbench_summary(&results)
-                && text
-            {
-                print!("\n{summary}");
+        }
+        BenchVerb::Runs { json } => {
+            let runs = open_disk_bench(&config)?.list(100)?;
+            if json {
+                print_json(&runs)?;
+            } else {
+                print!("{}", nasd::bench::disk::text::runs(&runs, unix_now()));
+            }
+        }
+        BenchVerb::Show { id, json } => {
+            let run = open_disk_bench(&config)?.get(id)?;
+            if json {
+                print_json(&run)?;
+            } else {
+                print!("{}", nasd::bench::disk::text::run(&run));
+            }
+        }
+        BenchVerb::Compare { a, b, json } => {
+            let comparison = open_disk_bench(&config)?.compare(a, b)?;
+            if json {
+                print_json(&comparison)?;
+            } else {
+                print!("{}", nasd::bench::disk::text::comparison(&comparison));
             }
         }
         BenchVerb::NetRuns { json } => {
@@ -498,6 +540,48 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn open_disk_bench(config: &Config) -> anyhow::Result<Arc<DiskBench>> {
+    let host = Host::new(&config.root)?;
+    let (store, disks) = open_disks(config, &host)?;
+    Ok(Arc::new(DiskBench::new(
+        host,
+        disks,
+        store,
+        config.bench_regression_percent,
+    )))
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Runs to the end, telling each job on stderr; Ctrl-C cancels the run
+/// (its files are removed) and waits for it to stop.
+async fn run_disk_bench(bench: &Arc<DiskBench>, request: &DiskRequest) -> anyhow::Result<DiskRun> {
+    let mut started = bench.start(request).await?;
+    let mut shown = 0;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            done = &mut started.done => return Ok(done?),
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("cancelling disk benchmark #{}", started.id);
+                bench.cancel(started.id)?;
+            }
+            _ = tick.tick() => {
+                if let Some(p) = bench.get(started.id)?.progress
+                    && p.job_index != shown
+                {
+                    shown = p.job_index;
+                    eprintln!("[{}/{}] {}", p.job_index, p.jobs, p.job);
+                }
+            }
+        }
+    }
 }
 
 fn open_shares(config: &Config, host: &Host) -> anyhow::Result<Shares> {
@@ -780,6 +864,19 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
         // The rest of the daemon is useful without it.
         tracing::error!("iperf3 server not started: {err}");
     }
+    let disk_bench = Arc::new(DiskBench::new(
+        host.clone(),
+        disks.clone(),
+        store.clone(),
+        config.bench_regression_percent,
+    ));
+    match disk_bench.recover_interrupted() {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            "{n} disk benchmark(s) were interrupted by a stop; their test files are removed"
+        ),
+        Err(err) => tracing::error!("interrupted disk benchmarks not cleaned up: {err}"),
+    }
     tokio::spawn(tuning::keep_applied(tuner.clone(), config.drift_check));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -810,6 +907,7 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
             tuner,
             shares,
             net,
+            disk_bench,
             monitor: monitor.clone(),
             host,
         },

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::bench::disk::DiskBenchError;
 use crate::bench::net::NetError;
 use crate::disks::DiskError;
 use crate::host::HostError;
@@ -184,6 +185,33 @@ impl From<NetError> for ApiError {
             // The peer's fault or the network's: a gateway-style failure.
             NetError::Refused { .. } | NetError::Protocol(_) => StatusCode::BAD_GATEWAY,
             NetError::Store(_) => return Self::internal(&err),
+        };
+        Self::new(status, err.to_string())
+    }
+}
+
+impl From<DiskBenchError> for ApiError {
+    fn from(err: DiskBenchError) -> Self {
+        let err = match err {
+            DiskBenchError::Disks(disk) => return Self::from(disk),
+            other => other,
+        };
+        let status = match &err {
+            DiskBenchError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            DiskBenchError::NotFound(_) => StatusCode::NOT_FOUND,
+            // A filesystem without direct I/O, a block size too large here.
+            DiskBenchError::Engine(crate::bench::disk::EngineError::Unsupported(_)) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            DiskBenchError::Disks(_)
+            | DiskBenchError::Engine(_)
+            | DiskBenchError::Store(_)
+            | DiskBenchError::Corrupt { .. } => {
+                return Self::internal(&err);
+            }
         };
         Self::new(status, err.to_string())
     }

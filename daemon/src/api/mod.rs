@@ -20,6 +20,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::auth::Auth;
+use crate::bench::disk::DiskBench;
 use crate::bench::net::NetBench;
 use crate::disks::Disks;
 use crate::host::Host;
@@ -38,6 +39,7 @@ pub struct AppState {
     pub tuner: Arc<Tuner>,
     pub shares: Arc<Shares>,
     pub net: Arc<NetBench>,
+    pub disk_bench: Arc<DiskBench>,
     pub monitor: Arc<Monitor>,
     pub host: Host,
 }
@@ -115,6 +117,14 @@ pub fn router(state: AppState) -> Router {
             get(bench::net_server).put(bench::set_net_server),
         )
         .route("/api/v1/bench/net/{id}", get(bench::net_run_by_id))
+        .route("/api/v1/bench/disk", post(bench::disk_run))
+        .route("/api/v1/bench/runs", get(bench::disk_runs))
+        .route("/api/v1/bench/runs/{id}", get(bench::disk_run_by_id))
+        .route(
+            "/api/v1/bench/runs/{id}/cancel",
+            post(bench::cancel_disk_run),
+        )
+        .route("/api/v1/bench/compare", get(bench::compare_disk_runs))
         .route("/api/v1/metrics/series", get(metrics::series))
         .route("/api/v1/metrics/query", get(metrics::query))
         .route("/api/v1/metrics/self", get(metrics::own_writes))

@@ -133,7 +133,7 @@ pub fn collect(host: &Host) -> Result<SystemInfo, HostError> {
                 .map(|p| cluster(p, &core_types))
                 .collect(),
         },
-        thermal: host.thermal_zones()?.iter().map(thermal_zone).collect(),
+        thermal: thermal_zones(host)?,
         hwmon: host.hwmon_chips()?.iter().flat_map(hwmon_sensors).collect(),
         network: host
             .net_interfaces()?
@@ -143,7 +143,22 @@ pub fn collect(host: &Host) -> Result<SystemInfo, HostError> {
     })
 }
 
-fn board(host: &Host) -> Result<Board, HostError> {
+/// The CPU clusters without their core types (cheap enough to read every
+/// second while a benchmark runs).
+pub fn clusters(host: &Host) -> Result<Vec<Cluster>, HostError> {
+    let no_core_types = Default::default();
+    Ok(host
+        .cpufreq_policies()?
+        .iter()
+        .map(|p| cluster(p, &no_core_types))
+        .collect())
+}
+
+pub fn thermal_zones(host: &Host) -> Result<Vec<ThermalZone>, HostError> {
+    Ok(host.thermal_zones()?.iter().map(thermal_zone).collect())
+}
+
+pub fn board(host: &Host) -> Result<Board, HostError> {
     if let Some(model) = host
         .device_tree_model()?
         .and_then(|t| parse::device_tree_string(&t))

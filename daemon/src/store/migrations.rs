@@ -88,6 +88,18 @@ const MIGRATIONS: &[&str] = &[
      ) WITHOUT ROWID;",
     // 7: rollups and retention select raw samples by time across series.
     "CREATE INDEX metric_raw_by_time ON metric_raw(t);",
+    // 8: disk benchmark runs as JSON documents, with what the baseline of
+    // a disk and preset is looked up by.
+    "CREATE TABLE disk_runs (
+         id         INTEGER PRIMARY KEY,
+         started_at INTEGER NOT NULL,
+         disk       TEXT NOT NULL,
+         preset     TEXT NOT NULL,
+         status     TEXT NOT NULL,
+         target     TEXT NOT NULL,
+         document   TEXT NOT NULL
+     );
+     CREATE INDEX disk_runs_by_baseline ON disk_runs(disk, preset, status);",
 ];
 
 pub fn latest() -> u32 {

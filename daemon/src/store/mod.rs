@@ -4,6 +4,7 @@
 //! what an SD card wants; a crash can lose the last transactions but never
 //! corrupts the file.
 
+mod bench;
 mod disks;
 mod metrics;
 mod migrations;
@@ -16,6 +17,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
+pub use bench::DiskRunRow;
 pub use disks::StoredMount;
 pub use metrics::{Bucket, Resolution};
 pub use users::{SessionUser, User};

@@ -26,6 +26,8 @@ mkfs.ext4 -q -F "$loop"
 mkdir "$work/mnt"
 mount -o noatime "$loop" "$work/mnt"
 mkdir "$work/mnt/bench"
+# nasd records each run: its database goes to the work directory.
+printf 'data_dir = "%s/state"\n' "$work" > "$work/nasd.toml"
 
 jobfile() { # name rw bs
   cat <<JOB
@@ -61,7 +63,7 @@ for spec in "randread-4k-qd32 randread 4k 32" "read-64k-qd32 read 64k 32"; do
   read -r f_iops f_bw f_p50 < <(cd "$work/mnt/bench" && fio --output-format=json --lat_percentiles=1 "$work/$1.fio" | fio_figures)
   rm -f "$work/mnt/bench/$1".*
   sync; echo 3 > /proc/sys/vm/drop_caches
-  read -r n_iops n_bw n_p50 < <("$nasd" --config /dev/null bench disk --fio "$work/$1.fio" --target "$work/mnt/bench" --fio-json | fio_figures)
+  read -r n_iops n_bw n_p50 < <("$nasd" --config "$work/nasd.toml" bench disk --fio "$work/$1.fio" --target "$work/mnt/bench" --fio-json | fio_figures)
   printf '%-14s %12s %12.1f %8s | %12s %12.1f %8s | %6s %6s %6s\n' "$1" \
     "$f_iops" "$(python3 -c "print($f_bw/1048576)")" "$f_p50" \
     "$n_iops" "$(python3 -c "print($n_bw/1048576)")" "$n_p50" \

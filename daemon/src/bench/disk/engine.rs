@@ -638,6 +638,56 @@ mod tests {
         assert!((25..50).contains(&reads), "about 75 % reads: {reads}");
     }
 
+    fn small_job(engine: Engine) -> Job {
+        Job {
+            name: "small".into(),
+            pattern: Pattern::RandRw,
+            block_size: 4096,
+            iodepth: 4,
+            size: 1 << 20,
+            engine,
+            direct: true,
+            ..Job::default()
+        }
+    }
+
+    #[test]
+    fn a_small_job_runs_on_whatever_the_kernel_offers() {
+        // Under qemu-user (the ARM test runs) io_uring and AIO are missing
+        // and a tmpfs has no O_DIRECT: the fallbacks run instead.
+        let dir = tempfile::tempdir().unwrap();
+        for engine in [Engine::IoUring, Engine::LibAio, Engine::Sync] {
+            let r = run(&small_job(engine), Target::Dir(dir.path()), &Arc::default()).unwrap();
+            let ios = r.read.as_ref().map_or(0, |d| d.ios) + r.write.as_ref().map_or(0, |d| d.ios);
+            assert_eq!(ios, 256, "{engine:?}: one pass over 1 MiB in 4 KiB");
+            assert!(
+                ["io_uring", "libaio", "sync"].contains(&r.engine.as_str()),
+                "{}",
+                r.engine
+            );
+        }
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn a_cancelled_run_stops_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let control = Arc::new(Control::default());
+        control.cancel();
+        let job = Job {
+            time_based: true,
+            runtime: Some(Duration::from_secs(60)),
+            ..small_job(Engine::LibAio)
+        };
+        let started = Instant::now();
+        assert!(matches!(
+            run(&job, Target::Dir(dir.path()), &control),
+            Err(EngineError::Cancelled)
+        ));
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+
     #[test]
     fn a_2tb_job_sizes_in_u64() {
         // On armv7 usize is 32 bits: the block count and offsets are u64.

@@ -35,6 +35,10 @@ pub enum Engine {
     Sync,
 }
 
+/// The most memory a job's I/O buffers may take: every request in flight
+/// has its own.
+const MAX_BUFFER_BYTES: u64 = 256 << 20;
+
 /// One job, with fio's defaults for what the file leaves out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
@@ -265,6 +269,19 @@ pub fn parse(text: &str) -> Result<Vec<Job>, Invalid> {
                 ),
             ));
         }
+        let buffers = job
+            .block_size
+            .saturating_mul(u64::from(job.iodepth))
+            .saturating_mul(u64::from(job.numjobs));
+        if buffers > MAX_BUFFER_BYTES {
+            return Err(Invalid::new(
+                "bs",
+                format!(
+                    "job '{}': bs x iodepth x numjobs is {buffers} bytes of buffers; at most {MAX_BUFFER_BYTES} (256 MiB) fit beside the rest on a 2 GB board",
+                    job.name
+                ),
+            ));
+        }
         if job.time_based && job.runtime.is_none() {
             return Err(Invalid::new(
                 "runtime",
@@ -362,6 +379,10 @@ mod tests {
             "runtime"
         );
         assert_eq!(parse("size=1M\n").unwrap_err().field, "size");
+        // 256 requests of 64 MiB each would not fit in a board's memory.
+        let err = parse("[a]\nsize=1G\nbs=64M\niodepth=256\n").unwrap_err();
+        assert_eq!(err.field, "bs");
+        assert!(err.to_string().contains("256 MiB"), "{err}");
         assert_eq!(parse("").unwrap_err().field, "jobfile");
     }
 

@@ -9,6 +9,7 @@ pub mod disks;
 pub mod host;
 pub mod inventory;
 pub mod monitor;
+pub mod schedule;
 pub mod shares;
 pub mod store;
 pub mod tuning;

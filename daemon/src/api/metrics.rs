@@ -6,13 +6,14 @@ use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::error::ApiError;
 use crate::monitor::{Columns, DEFAULT_POINTS, OwnWrites};
+use crate::store::Event;
 
 const TOKEN_KEY: &str = "prometheus_token_sha256";
 
@@ -53,26 +54,12 @@ pub async fn own_writes(State(state): State<AppState>) -> Json<OwnWrites> {
     Json(state.monitor.own_writes())
 }
 
-#[derive(Serialize)]
-pub struct EventEntry {
-    source: String,
-    at: i64,
-    message: String,
-}
-
-pub async fn events(State(state): State<AppState>) -> Result<Json<Vec<EventEntry>>, ApiError> {
+pub async fn events(State(state): State<AppState>) -> Result<Json<Vec<Event>>, ApiError> {
     let events = state
         .auth
         .store()
         .all_events(200)
-        .map_err(|e| ApiError::internal(&e))?
-        .into_iter()
-        .map(|(source, at, message)| EventEntry {
-            source,
-            at,
-            message,
-        })
-        .collect();
+        .map_err(|e| ApiError::internal(&e))?;
     Ok(Json(events))
 }
 

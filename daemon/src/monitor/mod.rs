@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::disks::Disks;
 use crate::host::Host;
-use crate::store::{Resolution, Store, StoreError};
+use crate::store::{Resolution, Severity, Store, StoreError};
 use crate::validate::Invalid;
 use alerts::{Alerts, Thresholds};
 use collect::{Collector, key};
@@ -281,7 +281,10 @@ impl Monitor {
 
     fn event(&self, message: &str) {
         tracing::warn!("{message}");
-        if let Err(err) = self.store.add_event("monitor", now(), message) {
+        if let Err(err) = self
+            .store
+            .add_event("monitor", Severity::Warning, now(), message)
+        {
             tracing::error!("event not stored: {err}");
         }
     }

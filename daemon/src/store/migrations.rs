@@ -100,6 +100,25 @@ const MIGRATIONS: &[&str] = &[
          document   TEXT NOT NULL
      );
      CREATE INDEX disk_runs_by_baseline ON disk_runs(disk, preset, status);",
+    // 9: schedules and the history of the jobs they ran; events get a
+    // severity, which routes notifications.
+    "CREATE TABLE schedules (
+         id          INTEGER PRIMARY KEY,
+         document    TEXT NOT NULL,
+         last_run_at INTEGER
+     );
+     CREATE TABLE job_runs (
+         id          INTEGER PRIMARY KEY,
+         schedule_id INTEGER,
+         kind        TEXT NOT NULL,
+         target      TEXT NOT NULL,
+         started_at  INTEGER NOT NULL,
+         status      TEXT NOT NULL,
+         document    TEXT NOT NULL
+     );
+     CREATE INDEX job_runs_by_job ON job_runs(kind, target, status);
+     CREATE INDEX job_runs_by_time ON job_runs(started_at);
+     ALTER TABLE events ADD COLUMN severity TEXT NOT NULL DEFAULT 'info';",
 ];
 
 pub fn latest() -> u32 {

@@ -8,6 +8,7 @@ mod bench;
 mod disks;
 mod metrics;
 mod migrations;
+mod schedules;
 mod settings;
 mod shares;
 mod users;
@@ -20,6 +21,8 @@ use rusqlite::Connection;
 pub use bench::DiskRunRow;
 pub use disks::StoredMount;
 pub use metrics::{Bucket, Resolution};
+pub use schedules::JobRunRow;
+pub use settings::{Event, Severity};
 pub use users::{SessionUser, User};
 
 pub const DB_FILE: &str = "nasd.db";

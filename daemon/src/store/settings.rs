@@ -1,8 +1,56 @@
 //! Settings kept as JSON documents, and the event log.
 
 use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError};
+
+/// How much an event matters; notifications are routed by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+
+    fn parse(text: &str) -> Severity {
+        match text {
+            "critical" => Severity::Critical,
+            "warning" => Severity::Warning,
+            _ => Severity::Info,
+        }
+    }
+}
+
+/// One entry of the event log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    pub id: i64,
+    pub at: i64,
+    pub source: String,
+    pub severity: Severity,
+    pub message: String,
+}
+
+fn event(row: &rusqlite::Row<'_>) -> rusqlite::Result<Event> {
+    Ok(Event {
+        id: row.get(0)?,
+        at: row.get(1)?,
+        source: row.get(2)?,
+        severity: Severity::parse(&row.get::<_, String>(3)?),
+        message: row.get(4)?,
+    })
+}
 
 /// Events kept per source; older ones are dropped as new ones arrive.
 const EVENTS_KEPT: i64 = 1000;
@@ -28,11 +76,17 @@ impl Store {
         Ok(())
     }
 
-    pub fn add_event(&self, source: &str, at: i64, message: &str) -> Result<(), StoreError> {
+    pub fn add_event(
+        &self,
+        source: &str,
+        severity: Severity,
+        at: i64,
+        message: &str,
+    ) -> Result<(), StoreError> {
         let conn = self.lock();
         conn.execute(
-            "INSERT INTO events (at, source, message) VALUES (?1, ?2, ?3)",
-            params![at, source, message],
+            "INSERT INTO events (at, source, message, severity) VALUES (?1, ?2, ?3, ?4)",
+            params![at, source, message, severity.as_str()],
         )?;
         conn.execute(
             "DELETE FROM events WHERE source = ?1 AND id <= (SELECT max(id) FROM events WHERE source = ?1) - ?2",
@@ -41,14 +95,43 @@ impl Store {
         Ok(())
     }
 
-    /// The newest `limit` events of every source, newest first, as
-    /// (source, time, text).
-    pub fn all_events(&self, limit: u32) -> Result<Vec<(String, i64, String)>, StoreError> {
+    /// The newest `limit` events of every source, newest first.
+    pub fn all_events(&self, limit: u32) -> Result<Vec<Event>, StoreError> {
         let conn = self.lock();
-        let mut stmt =
-            conn.prepare("SELECT source, at, message FROM events ORDER BY id DESC LIMIT ?1")?;
-        let rows = stmt.query_map([limit], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        let mut stmt = conn.prepare(
+            "SELECT id, at, source, severity, message FROM events ORDER BY id DESC LIMIT ?1",
+        )?;
+        let rows = stmt.query_map([limit], event)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Events after `id`, oldest first (what is left to notify).
+    pub fn events_after(&self, id: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT id, at, source, severity, message FROM events WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![id, limit], event)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Events at or after `at`, oldest first (a digest's content).
+    pub fn events_since(&self, at: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT id, at, source, severity, message FROM events WHERE at >= ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![at, limit], event)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The id of the newest event, 0 when there is none.
+    pub fn last_event_id(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .lock()
+            .query_row("SELECT coalesce(max(id), 0) FROM events", [], |row| {
+                row.get(0)
+            })?)
     }
 
     /// The newest `limit` events of `source`, newest first, as (time, text).
@@ -110,10 +193,23 @@ mod tests {
             store.setting("tuning").unwrap().as_deref(),
             Some("{\"a\":1}")
         );
-        store.add_event("tuning", 1, "first").unwrap();
-        store.add_event("tuning", 2, "second").unwrap();
-        store.add_event("disks", 3, "other").unwrap();
+        store
+            .add_event("tuning", Severity::Info, 1, "first")
+            .unwrap();
+        store
+            .add_event("tuning", Severity::Warning, 2, "second")
+            .unwrap();
+        store
+            .add_event("disks", Severity::Critical, 3, "other")
+            .unwrap();
         let events = store.events("tuning", 10).unwrap();
         assert_eq!(events, [(2, "second".to_owned()), (1, "first".to_owned())]);
+        let after = store.events_after(1, 10).unwrap();
+        assert_eq!(
+            after.iter().map(|e| (e.id, e.severity)).collect::<Vec<_>>(),
+            [(2, Severity::Warning), (3, Severity::Critical)]
+        );
+        assert_eq!(store.last_event_id().unwrap(), 3);
+        assert_eq!(store.events_since(2, 10).unwrap().len(), 2);
     }
 }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::host::knobs::{Knob, selected_scheduler};
 use crate::host::{Host, HostError};
 use crate::inventory::{self, Cluster, ThermalZone};
-use crate::store::{Store, StoreError};
+use crate::store::{Severity, Store, StoreError};
 use crate::validate::Invalid;
 
 /// A passive trip point this close makes a faster setting ask first.
@@ -625,8 +625,12 @@ impl Tuner {
             serde_json::to_string(&desired).map_err(|e| Invalid::new("tuning", e.to_string()))?;
         self.store.put_setting(DESIRED_KEY, &json)?;
         if !changes.is_empty() {
-            self.store
-                .add_event("tuning", now(), &describe("applied", &changes))?;
+            self.store.add_event(
+                "tuning",
+                Severity::Info,
+                now(),
+                &describe("applied", &changes),
+            )?;
         }
         Ok(changes)
     }
@@ -650,7 +654,8 @@ impl Tuner {
                 &changes,
             );
             tracing::warn!("{message}");
-            self.store.add_event("tuning", now(), &message)?;
+            self.store
+                .add_event("tuning", Severity::Warning, now(), &message)?;
         }
         Ok(changes)
     }

@@ -30,7 +30,7 @@ use sha2::Digest;
 use crate::disks::{DiskError, Disks};
 use crate::host::Host;
 use crate::inventory;
-use crate::store::{DiskRunRow, Store, StoreError};
+use crate::store::{DiskRunRow, Severity, Store, StoreError};
 use crate::validate::Invalid;
 use context::{DeviceContext, FilesystemContext, RunContext, Sampler};
 use engine::Target;
@@ -454,7 +454,10 @@ impl DiskBench {
         run.baseline = history::baseline(&run.results, &previous, self.regression_percent);
         if let Some(message) = history::regression_message(run) {
             tracing::warn!("{message}");
-            if let Err(err) = self.store.add_event("bench", unix_now(), &message) {
+            if let Err(err) = self
+                .store
+                .add_event("bench", Severity::Warning, unix_now(), &message)
+            {
                 tracing::error!("regression event not recorded: {err}");
             }
         }

@@ -38,7 +38,7 @@ fn ten() -> u32 {
 const BLOCK_LEN: usize = 128 * 1024;
 
 impl ClientOptions {
-    fn check(&self, limits: &Limits) -> Result<(), Invalid> {
+    pub fn check(&self, limits: &Limits) -> Result<(), Invalid> {
         if self.reverse && self.bidir {
             return Err(Invalid::new("reverse", "cannot be combined with bidir"));
         }

@@ -247,13 +247,19 @@ fn every_pattern_gives_non_zero_consistent_figures_with_every_engine() {
 }
 
 #[test]
-fn a_size_bound_job_moves_exactly_its_size() {
+fn a_size_bound_job_moves_exactly_its_size_and_follows_no_planted_link() {
     let m = Mounted::new();
+    // A share's user could plant a link where a test file will go.
+    let victim = m.dir().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, m.mnt().join("nasd-bench.w.0")).unwrap();
     let run = ok_run(&m.bench(
         "[w]\nrw=write\nbs=128k\nsize=16M\nioengine=libaio\ndirect=1\niodepth=4\n",
         &m.mnt(),
     ));
     assert_eq!(run["results"][0]["write"]["io_bytes"], 16u64 << 20);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert_eq!(m.entries(), ["lost+found"]);
 }
 
 #[test]
@@ -699,7 +705,7 @@ fn the_api_starts_follows_and_cancels_a_run() {
         json!({"jobfile": LONG_JOB, "target": target}),
         Some(&session),
     );
-    assert_eq!(busy.status, 400);
+    assert_eq!(busy.status, 409);
     assert!(
         busy.body["error"]
             .as_str()
@@ -727,7 +733,7 @@ fn the_api_starts_follows_and_cancels_a_run() {
         json!({}),
         Some(&session),
     );
-    assert_eq!(again.status, 400);
+    assert_eq!(again.status, 409);
     assert_eq!(d.get("bench/runs/999", Some(&session)).status, 404);
     let cmp = d.get(&format!("bench/compare?a={id}&b={id}"), Some(&session));
     assert_eq!(cmp.status, 200, "{}", cmp.body);

@@ -562,15 +562,19 @@ fn unix_now() -> i64 {
 /// Runs to the end, telling each job on stderr; Ctrl-C cancels the run
 /// (its files are removed) and waits for it to stop.
 async fn run_disk_bench(bench: &Arc<DiskBench>, request: &DiskRequest) -> anyhow::Result<DiskRun> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Installed once, before the run: no Ctrl-C falls between two waits.
+    let mut interrupt = signal(SignalKind::interrupt())?;
     let mut started = bench.start(request).await?;
     let mut shown = 0;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     loop {
         tokio::select! {
             done = &mut started.done => return Ok(done?),
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupt.recv() => {
                 eprintln!("cancelling disk benchmark #{}", started.id);
-                bench.cancel(started.id)?;
+                // It may have just finished: the result follows either way.
+                let _ = bench.cancel(started.id);
             }
             _ = tick.tick() => {
                 if let Some(p) = bench.get(started.id)?.progress

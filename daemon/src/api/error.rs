@@ -201,11 +201,11 @@ impl From<DiskBenchError> for ApiError {
                 return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
                     .with_field(&invalid.field);
             }
-            DiskBenchError::NotFound(_) => StatusCode::NOT_FOUND,
-            // A filesystem without direct I/O, a block size too large here.
-            DiskBenchError::Engine(crate::bench::disk::EngineError::Unsupported(_)) => {
-                StatusCode::UNPROCESSABLE_ENTITY
+            DiskBenchError::Busy(invalid) => {
+                return Self::new(StatusCode::CONFLICT, invalid.to_string())
+                    .with_field(&invalid.field);
             }
+            DiskBenchError::NotFound(_) => StatusCode::NOT_FOUND,
             DiskBenchError::Disks(_)
             | DiskBenchError::Engine(_)
             | DiskBenchError::Store(_)

@@ -126,6 +126,7 @@ pub struct AioQueue {
     iocbs: Vec<Iocb>,
     batch: Vec<usize>,
     events: Vec<IoEvent>,
+    in_flight: usize,
 }
 
 impl AioQueue {
@@ -136,17 +137,18 @@ impl AioQueue {
             iocbs: vec![Iocb::default(); depth],
             batch: Vec::with_capacity(depth),
             events: vec![IoEvent::default(); depth],
+            in_flight: 0,
         })
     }
 }
 
 impl super::engine::Queue for AioQueue {
-    fn push(&mut self, slot: usize, write: bool, buf: *mut u8, len: u64, offset: u64) {
+    unsafe fn push(&mut self, slot: usize, write: bool, buf: *mut u8, len: u64, offset: u64) {
         self.iocbs[slot] = Iocb::prepare(self.fd, write, buf, len, offset, slot as u64);
         self.batch.push(slot);
     }
 
-    fn submit_and_reap(&mut self, done: &mut Vec<(usize, i64)>) -> io::Result<()> {
+    fn submit(&mut self) -> io::Result<()> {
         let base = self.iocbs.as_mut_ptr();
         // SAFETY: every slot index is below iocbs.len().
         let mut pointers: Vec<*mut Iocb> = self
@@ -156,11 +158,28 @@ impl super::engine::Queue for AioQueue {
             .collect();
         let mut submitted = 0;
         while submitted < pointers.len() {
-            submitted += self.ctx.submit(&mut pointers[submitted..])?;
+            // What the kernel did not take is dropped: it is not in flight.
+            let taken = self.ctx.submit(&mut pointers[submitted..])?;
+            submitted += taken;
+            self.in_flight += taken;
         }
-        let n = self.ctx.reap(1, &mut self.events)?;
+        Ok(())
+    }
+
+    fn reap(&mut self, done: &mut Vec<(usize, i64)>) -> io::Result<()> {
+        let n = loop {
+            match self.ctx.reap(1, &mut self.events) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        self.in_flight -= n;
         done.extend(self.events[..n].iter().map(|e| (e.data as usize, e.res)));
         Ok(())
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
     }
 }
 

@@ -55,8 +55,8 @@ pub struct Job {
     pub direct: bool,
     pub engine: Engine,
     pub rwmixread: u32,
+    /// The test file's name inside the target (else the job's name).
     pub filename: Option<String>,
-    pub directory: Option<String>,
     pub randrepeat: bool,
     /// fsync the file when the job's I/O is done, inside the measured
     /// time (dd's conv=fsync).
@@ -79,7 +79,6 @@ impl Default for Job {
             engine: Engine::Sync,
             rwmixread: 50,
             filename: None,
-            directory: None,
             randrepeat: true,
             end_fsync: false,
         }
@@ -206,8 +205,22 @@ fn set(job: &mut Job, key: &str, value: &str) -> Result<(), Invalid> {
             }
         }
         "rwmixread" => job.rwmixread = number(key, value, 0..=100)?,
-        "filename" => job.filename = Some(value.trim().to_owned()),
-        "directory" => job.directory = Some(value.trim().to_owned()),
+        "filename" => {
+            let name = value.trim();
+            if name.is_empty() || name.contains('/') {
+                return Err(Invalid::new(
+                    key,
+                    "must be a file name inside the target, without '/' (a device is given as the target)",
+                ));
+            }
+            job.filename = Some(name.to_owned());
+        }
+        "directory" => {
+            return Err(Invalid::new(
+                key,
+                "the directory is the run's target (--target, or the API's target): remove this line",
+            ));
+        }
         "randrepeat" => job.randrepeat = flag(key, value)?,
         "end_fsync" => job.end_fsync = flag(key, value)?,
         // Output and timing options that change no I/O: accepted.
@@ -379,6 +392,14 @@ mod tests {
             "runtime"
         );
         assert_eq!(parse("size=1M\n").unwrap_err().field, "size");
+        assert_eq!(
+            parse("[a]\nsize=1M\ndirectory=/mnt\n").unwrap_err().field,
+            "directory"
+        );
+        assert_eq!(
+            parse("[a]\nsize=1M\nfilename=../x\n").unwrap_err().field,
+            "filename"
+        );
         // 256 requests of 64 MiB each would not fit in a board's memory.
         let err = parse("[a]\nsize=1G\nbs=64M\niodepth=256\n").unwrap_err();
         assert_eq!(err.field, "bs");

@@ -18,7 +18,7 @@ pub mod presets;
 pub mod text;
 mod uring;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -51,6 +51,9 @@ pub enum DiskBenchError {
     Disks(#[from] DiskError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The target or the run is taken: another run, a mount.
+    #[error(transparent)]
+    Busy(Invalid),
     #[error("no disk benchmark run #{0}")]
     NotFound(i64),
     #[error("stored run #{id} is unreadable: {message}")]
@@ -98,6 +101,20 @@ pub struct DiskBench {
     store: Arc<Store>,
     regression_percent: u8,
     live: Mutex<HashMap<i64, Arc<Live>>>,
+    /// Disks under test in this process (one run per disk).
+    busy: Arc<Mutex<HashSet<String>>>,
+}
+
+/// A disk held for one run; released when dropped.
+struct Reserved {
+    set: Arc<Mutex<HashSet<String>>>,
+    key: String,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        locked(&self.set).remove(&self.key);
+    }
 }
 
 fn unix_now() -> i64 {
@@ -114,6 +131,7 @@ impl DiskBench {
             store,
             regression_percent,
             live: Mutex::default(),
+            busy: Arc::default(),
         }
     }
 
@@ -148,33 +166,30 @@ impl DiskBench {
             ..RunContext::default()
         };
         let list = self.disks.list().await?;
-        let disk_key;
-        if raw_device {
-            disk_key = self
+        let (disk_key, device_claim) = if raw_device {
+            let (key, claim) = self
                 .check_device(request, &target, &jobs, &list, &mut context)
                 .await?;
+            (key, Some(claim))
         } else {
             let canonical = std::fs::canonicalize(&target)
                 .map_err(|e| Invalid::new("target", format!("{}: {e}", target.display())))?;
-            disk_key = describe_dir(&canonical, &list, &mut context)
+            let mounts = self
+                .host
+                .mountinfo()
+                .ok()
+                .flatten()
+                .map(|t| crate::disks::parse::mountinfo(&t))
+                .unwrap_or_default();
+            let key = describe_dir(&canonical, &meta, &list, &mounts, &mut context)
                 .unwrap_or_else(|| format!("path:{}", canonical.display()));
             self.check_space(&canonical, &jobs)?;
-        }
-        let busy = locked(&self.live)
-            .iter()
-            .find(|(_, live)| live.disk == disk_key)
-            .map(|(id, _)| *id);
-        if let Some(id) = busy {
-            return Err(Invalid::new(
-                "target",
-                format!("a benchmark is already running on this disk (run #{id})"),
-            )
-            .into());
-        }
-        let claim = if raw_device {
-            claim_device(&target)?
-        } else {
-            claim_dir(&target)?
+            (key, None)
+        };
+        let reserved = self.reserve(&disk_key)?;
+        let claim = match device_claim {
+            Some(claim) => claim,
+            None => claim_dir(&target)?,
         };
         let preset_key = preset.clone().unwrap_or_else(|| {
             let hash = sha2::Sha256::digest(jobfile.as_bytes());
@@ -223,24 +238,56 @@ impl DiskBench {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let id = run.id;
         let bench = self.clone();
-        std::thread::Builder::new()
+        let failed_run = run.clone();
+        let spawned = std::thread::Builder::new()
             .name(format!("disk-bench-{id}"))
             .spawn(move || {
                 let finished = bench.run_jobs(run, &jobs, &target, &live, &preset_key);
                 drop(claim);
+                drop(reserved);
                 locked(&bench.live).remove(&finished.id);
                 let _ = tx.send(finished);
-            })
-            .map_err(|source| EngineError::Io {
+            });
+        if let Err(source) = spawned {
+            locked(&self.live).remove(&id);
+            let mut run = failed_run;
+            run.status = Status::Failed;
+            run.finished_at = Some(unix_now());
+            run.error = Some(format!("cannot start the run's thread: {source}"));
+            self.store
+                .update_disk_run(id, run.status.as_str(), &to_json(&run))?;
+            return Err(EngineError::Io {
                 path: PathBuf::from(&request.target),
                 source,
-            })?;
+            }
+            .into());
+        }
         Ok(Started { id, done: rx })
+    }
+
+    /// Marks `disk` as under test until the returned guard drops; refused
+    /// while another run of this process has it.
+    fn reserve(&self, disk: &str) -> Result<Reserved, DiskBenchError> {
+        let mut busy = locked(&self.busy);
+        if !busy.insert(disk.to_owned()) {
+            let id = locked(&self.live)
+                .iter()
+                .find(|(_, live)| live.disk == disk)
+                .map_or_else(String::new, |(id, _)| format!(" (run #{id})"));
+            return Err(DiskBenchError::Busy(Invalid::new(
+                "target",
+                format!("a benchmark is already running on this disk{id}"),
+            )));
+        }
+        Ok(Reserved {
+            set: self.busy.clone(),
+            key: disk.to_owned(),
+        })
     }
 
     /// The checks for a raw device: confirmed, a disk nasd lists, not the
     /// system's, unmounted, without partitions or any signature, and large
-    /// enough. Returns the disk's key.
+    /// enough. Returns the disk's key and the exclusive claim on it.
     async fn check_device(
         &self,
         request: &DiskRequest,
@@ -248,7 +295,7 @@ impl DiskBench {
         jobs: &[Job],
         list: &crate::disks::DiskList,
         context: &mut RunContext,
-    ) -> Result<String, DiskBenchError> {
+    ) -> Result<(String, Claim), DiskBenchError> {
         if request.confirm_device.as_deref() != Some(request.target.as_str()) {
             return Err(Invalid::new(
                 "confirm_device",
@@ -286,6 +333,9 @@ impl DiskBench {
                 "{path} has a partition table: a benchmark never writes to a device that holds data"
             )));
         }
+        // Exclusive before the signature probe, so nothing formats or
+        // mounts it between the probe and the run.
+        let claim = claim_device(device)?;
         let signatures = self.disks.probe_strict(&volume.name).await?;
         if let Some(kind) = signatures.get("TYPE").or(signatures.get("PTTYPE")) {
             return Err(refuse(format!(
@@ -309,8 +359,7 @@ impl DiskBench {
             .into());
         }
         context.device = Some(device_context(disk));
-        let (identity, _) = disk.identity();
-        Ok(identity.unwrap_or(&disk.volume.name).to_owned())
+        Ok((disk_key(disk), claim))
     }
 
     fn check_space(&self, dir: &Path, jobs: &[Job]) -> Result<(), DiskBenchError> {
@@ -368,14 +417,13 @@ impl DiskBench {
             if live.control.is_cancelled() {
                 break;
             }
-            let started = Instant::now();
             let outcome = std::thread::scope(|scope| {
                 let worker = scope.spawn(|| engine::run(job, target, &live.control));
                 let mut last_sample = Instant::now();
                 while !worker.is_finished() {
                     std::thread::sleep(Duration::from_millis(50));
                     locked(&live.progress).fraction =
-                        (i as f64 + job_fraction(job, started, live.control.completed())) / n;
+                        (i as f64 + job_fraction(job, &live.control)) / n;
                     if last_sample.elapsed() < SAMPLE_EVERY {
                         continue;
                     }
@@ -468,7 +516,10 @@ impl DiskBench {
         let live = locked(&self.live).get(&id).cloned();
         let Some(live) = live else {
             self.get(id)?;
-            return Err(Invalid::new("id", format!("run #{id} is not running")).into());
+            return Err(DiskBenchError::Busy(Invalid::new(
+                "id",
+                format!("run #{id} is not running in this process"),
+            )));
         };
         locked(&live.stopped).get_or_insert((Status::Cancelled, "cancelled".into()));
         live.control.cancel();
@@ -484,11 +535,19 @@ impl DiskBench {
 
     /// The newest `limit` runs, newest first; running ones with progress.
     pub fn list(&self, limit: u32) -> Result<Vec<DiskRun>, DiskBenchError> {
-        self.store
+        Ok(self
+            .store
             .disk_runs(limit)?
             .iter()
-            .map(|doc| parse(0, doc).map(|run| self.with_progress(run)))
-            .collect()
+            .filter_map(|doc| match serde_json::from_str::<DiskRun>(doc) {
+                Ok(run) => Some(self.with_progress(run)),
+                Err(err) => {
+                    // One damaged record must not hide the others.
+                    tracing::warn!("skipping an unreadable disk benchmark record: {err}");
+                    None
+                }
+            })
+            .collect())
     }
 
     pub fn get(&self, id: i64) -> Result<DiskRun, DiskBenchError> {
@@ -521,7 +580,7 @@ impl DiskBench {
             };
             // Held elsewhere: still running. Any other error (the disk is
             // gone) leaves nothing to clean.
-            if let Err(DiskBenchError::Invalid(_)) = claim {
+            if let Err(DiskBenchError::Busy(_)) = claim {
                 continue;
             }
             let mut run = self.get(id)?;
@@ -536,14 +595,18 @@ impl DiskBench {
     }
 }
 
-/// Within one job, 0 to 1: by time for a time-based job, else by requests.
-fn job_fraction(job: &Job, started: Instant, completed: u64) -> f64 {
+/// Within one job, 0 to 1: by time for a time-based job, else by
+/// requests; 0 while its files are laid out.
+fn job_fraction(job: &Job, control: &Control) -> f64 {
+    let Some(running) = control.running_for() else {
+        return 0.0;
+    };
     let fraction = if job.time_based {
         let total = job.ramp + job.runtime.unwrap_or_default();
-        started.elapsed().as_secs_f64() / total.as_secs_f64().max(0.001)
+        running.as_secs_f64() / total.as_secs_f64().max(0.001)
     } else {
         let requests = (job.size / job.block_size).saturating_mul(u64::from(job.numjobs));
-        completed as f64 / requests.max(1) as f64
+        control.completed() as f64 / requests.max(1) as f64
     };
     fraction.clamp(0.0, 0.99)
 }
@@ -572,41 +635,45 @@ fn device_context(disk: &crate::disks::Disk) -> DeviceContext {
     }
 }
 
-/// Fills the filesystem and device of the mount that holds `dir` (the
-/// longest mount point it is under); returns the disk's key.
+/// What a disk is known by across reboots and renames: its serial, its
+/// WWN, a loop device's backing file, else its name (marked as such).
+fn disk_key(disk: &crate::disks::Disk) -> String {
+    disk.serial
+        .clone()
+        .or_else(|| disk.wwn.clone())
+        .or_else(|| disk.backing_file.clone())
+        .unwrap_or_else(|| format!("name:{}", disk.volume.name))
+}
+
+/// Fills the filesystem and device of the mount that holds `dir`: the
+/// mount with `dir`'s device number (so a tmpfs or NFS mount below a data
+/// disk is not taken for it); returns the disk's key when nasd lists it.
 fn describe_dir(
     dir: &Path,
+    meta: &std::fs::Metadata,
     list: &crate::disks::DiskList,
+    mounts: &[crate::disks::parse::MountEntry],
     context: &mut RunContext,
 ) -> Option<String> {
-    let (disk, volume) = list
-        .disks
+    use std::os::unix::fs::MetadataExt;
+    let dev = meta.dev();
+    let number = format!("{}:{}", rustix::fs::major(dev), rustix::fs::minor(dev));
+    let mount = mounts
         .iter()
-        .flat_map(|d| {
-            std::iter::once(&d.volume)
-                .chain(d.partitions.iter().map(|p| &p.volume))
-                .map(move |v| (d, v))
-        })
-        .filter(|(_, v)| v.mountpoint.as_deref().is_some_and(|m| dir.starts_with(m)))
-        .max_by_key(|(_, v)| v.mountpoint.as_deref().map_or(0, str::len))?;
+        .filter(|m| m.major_minor == number && dir.starts_with(&m.mountpoint))
+        .max_by_key(|m| m.mountpoint.len())?;
     context.filesystem = Some(FilesystemContext {
-        fs_type: volume
-            .fs
-            .as_ref()
-            .map_or_else(|| "unknown".into(), |f| f.fs_type.clone()),
-        mountpoint: volume.mountpoint.clone().unwrap_or_default(),
-        mount_options: volume.mount_options.clone(),
+        fs_type: mount.fs_type.clone(),
+        mountpoint: mount.mountpoint.clone(),
+        mount_options: mount.options.clone(),
     });
+    let disk = list.disks.iter().find(|d| {
+        std::iter::once(&d.volume)
+            .chain(d.partitions.iter().map(|p| &p.volume))
+            .any(|v| v.mountpoint.as_deref() == Some(mount.mountpoint.as_str()))
+    })?;
     context.device = Some(device_context(disk));
-    let (identity, _) = disk.identity();
-    Some(
-        disk.wwn
-            .as_deref()
-            .filter(|_| identity.is_none())
-            .or(identity)
-            .unwrap_or(&disk.volume.name)
-            .to_owned(),
-    )
+    Some(disk_key(disk))
 }
 
 /// Takes a directory for one run: a lock on the directory itself (no file
@@ -623,7 +690,10 @@ fn claim_dir(target: &Path) -> Result<Claim, DiskBenchError> {
     match dir.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(Invalid::new("target", "a disk benchmark is already running there").into());
+            return Err(DiskBenchError::Busy(Invalid::new(
+                "target",
+                "a disk benchmark is already running there",
+            )));
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(io(e).into()),
     }
@@ -649,7 +719,7 @@ fn claim_device(device: &Path) -> Result<Claim, DiskBenchError> {
                 Invalid::new(
                     "target",
                     format!(
-                        "{} is in use (mounted, or in another run)",
+                        "{} is in use (mounted, part of an array, or in another run)",
                         device.display()
                     ),
                 )

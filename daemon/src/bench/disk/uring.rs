@@ -9,6 +9,9 @@ use io_uring::{IoUring, Probe, opcode, types};
 pub struct UringQueue {
     ring: IoUring,
     fd: RawFd,
+    /// Pushed and not yet reaped: an entry in the submission ring goes to
+    /// the kernel at the next enter, whatever happens in between.
+    in_flight: usize,
 }
 
 impl UringQueue {
@@ -22,12 +25,16 @@ impl UringQueue {
         if !(probe.is_supported(opcode::Read::CODE) && probe.is_supported(opcode::Write::CODE)) {
             return Err(io::Error::from_raw_os_error(libc::ENOSYS));
         }
-        Ok(UringQueue { ring, fd })
+        Ok(UringQueue {
+            ring,
+            fd,
+            in_flight: 0,
+        })
     }
 }
 
 impl super::engine::Queue for UringQueue {
-    fn push(&mut self, slot: usize, write: bool, buf: *mut u8, len: u64, offset: u64) {
+    unsafe fn push(&mut self, slot: usize, write: bool, buf: *mut u8, len: u64, offset: u64) {
         let fd = types::Fd(self.fd);
         // Block sizes are checked to fit in u32 before a job starts.
         let len = len as u32;
@@ -37,12 +44,19 @@ impl super::engine::Queue for UringQueue {
             opcode::Read::new(fd, buf, len).offset(offset).build()
         }
         .user_data(slot as u64);
-        // SAFETY: the buffer stays valid until this slot's completion is
-        // reaped. The ring has a place for every slot, so this cannot fail.
-        let _ = unsafe { self.ring.submission().push(&entry) };
+        // SAFETY: the caller keeps the buffer valid until completion. The
+        // ring has a place for every slot, so the push cannot fail.
+        if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+            self.in_flight += 1;
+        }
     }
 
-    fn submit_and_reap(&mut self, done: &mut Vec<(usize, i64)>) -> io::Result<()> {
+    fn submit(&mut self) -> io::Result<()> {
+        // reap submits and waits in one system call.
+        Ok(())
+    }
+
+    fn reap(&mut self, done: &mut Vec<(usize, i64)>) -> io::Result<()> {
         loop {
             match self.ring.submit_and_wait(1) {
                 Ok(_) => break,
@@ -50,11 +64,17 @@ impl super::engine::Queue for UringQueue {
                 Err(e) => return Err(e),
             }
         }
+        let before = done.len();
         done.extend(
             self.ring
                 .completion()
                 .map(|c| (c.user_data() as usize, i64::from(c.result()))),
         );
+        self.in_flight -= done.len() - before;
         Ok(())
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
     }
 }

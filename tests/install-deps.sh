@@ -17,6 +17,7 @@ apt_packages=(
   collectd-core rrdtool                                # loads the nasd collectd plugin; the monitoring bench's peer
   curl                                                 # the monitoring bench's HTTP client
   bc                                                   # arithmetic in the benchmark scripts
+  tzdata                                               # time zones for schedules (DST tests use Europe/Berlin)
 )
 rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)
 rust_components=(rustfmt clippy)

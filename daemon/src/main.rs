@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use jiff::Timestamp;
 use nasd::api::{self, AppState};
 use nasd::auth::Auth;
 use nasd::bench::disk::{DiskBench, DiskRequest, DiskRun, Status};
@@ -18,9 +19,13 @@ use nasd::host::runner::Runner;
 use nasd::host::{self, Host};
 use nasd::inventory;
 use nasd::monitor::Monitor;
+use nasd::schedule::model::{JobRun, ScheduleRequest};
+use nasd::schedule::notify::Notifier;
+use nasd::schedule::{Deps, Scheduler};
 use nasd::shares::{self, ShareRequest, Shares};
 use nasd::store::Store;
 use nasd::tuning::{self, Tuner, TuningRequest};
+use nasd::validate::Invalid;
 
 #[derive(Parser)]
 #[command(
@@ -92,6 +97,63 @@ enum Command {
     Bench {
         #[command(subcommand)]
         verb: BenchVerb,
+    },
+    /// Scheduled self-tests
+    Schedule {
+        #[command(subcommand)]
+        verb: ScheduleVerb,
+    },
+    /// The history of scheduled jobs, newest first
+    Jobs {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ScheduleVerb {
+    /// Schedules with their next three runs
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a schedule
+    Add {
+        #[arg(long)]
+        name: String,
+        /// Five fields (minute hour day-of-month month day-of-week) or
+        /// @hourly, @daily, @weekly, @monthly, in the local time zone
+        #[arg(long)]
+        cron: String,
+        /// The job as JSON: {"kind":"health_check"},
+        /// {"kind":"disk_benchmark","disk":"all","preset":"quick"},
+        /// {"kind":"smart_test","disk":"sda","test":"short"},
+        /// {"kind":"net_benchmark","peer":"nas2","time":10}, {"kind":"maintenance"}
+        #[arg(long)]
+        job: String,
+        /// After downtime, run once at start if a run was missed
+        #[arg(long)]
+        catch_up: bool,
+        /// wait (up to 30 min) or skip while the board is hot or busy
+        #[arg(long, default_value = "wait")]
+        when_busy: String,
+        /// skip or wake a spun-down disk (default: wake for SMART tests)
+        #[arg(long)]
+        when_asleep: Option<String>,
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// Remove a schedule (its history stays)
+    Remove { id: i64 },
+    /// Run a schedule now, here, and wait for it
+    Run {
+        id: i64,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -389,6 +451,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Shares { verb } => runtime()?.block_on(shares_verb(config, host, verb)),
         Command::Users { verb } => runtime()?.block_on(users_verb(config, host, verb)),
         Command::Bench { verb } => runtime()?.block_on(bench_verb(config, verb)),
+        Command::Schedule { verb } => runtime()?.block_on(schedule_verb(config, host, verb)),
+        Command::Jobs { limit, json } => {
+            let jobs = open_scheduler(&config, &host)?.jobs(limit)?;
+            if json {
+                print_json(&jobs)?;
+            } else {
+                jobs.iter().for_each(|j| print!("{}", job_line(j)));
+            }
+            Ok(())
+        }
     }
 }
 
@@ -536,6 +608,132 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
                 print_json(&runs)?;
             } else {
                 runs.iter().for_each(print_net_run);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn open_scheduler(config: &Config, host: &Host) -> anyhow::Result<Arc<Scheduler>> {
+    let (store, disks) = open_disks(config, host)?;
+    let deps = Deps {
+        host: host.clone(),
+        disk_bench: Arc::new(DiskBench::new(
+            host.clone(),
+            disks.clone(),
+            store.clone(),
+            config.bench_regression_percent,
+        )),
+        net: Arc::new(NetBench::new(store.clone())),
+        tuner: Arc::new(Tuner::new(host.clone(), store.clone())),
+        store,
+        disks,
+    };
+    Ok(Arc::new(Scheduler::new(
+        deps,
+        config.bench_regression_percent,
+    )))
+}
+
+fn job_line(j: &JobRun) -> String {
+    let started = j.started_at.unwrap_or(j.queued_at);
+    let duration = j
+        .duration_secs
+        .map_or_else(String::new, |d| format!(" {d:.0} s"));
+    format!(
+        "#{:<5} {} {:<11} {:<14} {}{duration}: {}\n",
+        j.id,
+        Timestamp::from_second(started)
+            .map(|t| t
+                .to_zoned(jiff::tz::TimeZone::system())
+                .strftime("%Y-%m-%d %H:%M")
+                .to_string())
+            .unwrap_or_default(),
+        j.status.as_str(),
+        j.job.kind(),
+        j.job.target(),
+        j.message
+    )
+}
+
+async fn schedule_verb(config: Config, host: Host, verb: ScheduleVerb) -> anyhow::Result<()> {
+    let scheduler = open_scheduler(&config, &host)?;
+    match verb {
+        ScheduleVerb::List { json: true } => print_json(&scheduler.list()?)?,
+        ScheduleVerb::List { json: false } => {
+            for s in scheduler.list()? {
+                let state = if s.schedule.enabled {
+                    ""
+                } else {
+                    " (disabled)"
+                };
+                println!(
+                    "#{} {}{state}: {} {} ({})",
+                    s.schedule.id,
+                    s.schedule.name,
+                    s.schedule.cron,
+                    s.schedule.job.kind(),
+                    s.schedule.job.target()
+                );
+                for next in &s.next_runs {
+                    println!("  next {next}");
+                }
+            }
+        }
+        ScheduleVerb::Add {
+            name,
+            cron,
+            job,
+            catch_up,
+            when_busy,
+            when_asleep,
+            timeout,
+            disabled,
+        } => {
+            let job: serde_json::Value =
+                serde_json::from_str(&job).map_err(|e| Invalid::new("job", e.to_string()))?;
+            let request: ScheduleRequest = serde_json::from_value(serde_json::json!({
+                "name": name,
+                "cron": cron,
+                "job": job,
+                "enabled": !disabled,
+                "catch_up": catch_up,
+                "when_busy": when_busy,
+                "when_asleep": when_asleep,
+                "timeout_secs": timeout,
+            }))
+            .map_err(|e| Invalid::new("job", e.to_string()))?;
+            let view = scheduler.add(request)?;
+            println!("added schedule #{}", view.schedule.id);
+            for next in &view.next_runs {
+                println!("  next {next}");
+            }
+        }
+        ScheduleVerb::Remove { id } => {
+            scheduler.remove(id)?;
+            println!("removed schedule #{id}");
+        }
+        ScheduleVerb::Run { id, json } => {
+            let mut ids = Vec::new();
+            for (job, handle) in scheduler.fire(id)? {
+                handle.await?;
+                ids.push(job);
+            }
+            // A schedule for every disk ran one job per disk.
+            let mut runs = Vec::new();
+            for id in ids {
+                let run = scheduler.job(id)?;
+                if let Some(children) = run.output["runs"].as_array() {
+                    for child in children.iter().filter_map(serde_json::Value::as_i64) {
+                        runs.push(scheduler.job(child)?);
+                    }
+                }
+                runs.push(run);
+            }
+            if json {
+                print_json(&runs)?;
+            } else {
+                runs.iter().for_each(|j| print!("{}", job_line(j)));
             }
         }
     }
@@ -881,6 +1079,28 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
         ),
         Err(err) => tracing::error!("interrupted disk benchmarks not cleaned up: {err}"),
     }
+    let scheduler = Arc::new(Scheduler::new(
+        Deps {
+            host: host.clone(),
+            store: store.clone(),
+            disks: disks.clone(),
+            disk_bench: disk_bench.clone(),
+            net: net.clone(),
+            tuner: tuner.clone(),
+        },
+        config.bench_regression_percent,
+    ));
+    if let Err(err) = scheduler.seed_defaults() {
+        tracing::error!("default schedules not added: {err}");
+    }
+    tokio::spawn(scheduler.clone().run());
+    let hostname = host
+        .read_text("/proc/sys/kernel/hostname")
+        .ok()
+        .flatten()
+        .map_or_else(|| "nasd".to_owned(), |h| h.trim().to_owned());
+    let notifier = Arc::new(Notifier::new(store.clone(), hostname, scheduler.zone()));
+    tokio::spawn(notifier.clone().run());
     tokio::spawn(tuning::keep_applied(tuner.clone(), config.drift_check));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -912,6 +1132,8 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
             shares,
             net,
             disk_bench,
+            scheduler,
+            notifier,
             monitor: monitor.clone(),
             host,
         },

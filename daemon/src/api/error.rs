@@ -15,6 +15,8 @@ use crate::disks::DiskError;
 use crate::host::HostError;
 use crate::host::runner::RunError;
 use crate::monitor::MonitorError;
+use crate::schedule::ScheduleError;
+use crate::schedule::notify::NotifyError;
 use crate::shares::ShareError;
 use crate::tuning::TuningError;
 
@@ -214,6 +216,32 @@ impl From<DiskBenchError> for ApiError {
             }
         };
         Self::new(status, err.to_string())
+    }
+}
+
+impl From<ScheduleError> for ApiError {
+    fn from(err: ScheduleError) -> Self {
+        let status = match &err {
+            ScheduleError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            ScheduleError::NotFound(_) | ScheduleError::JobNotFound(_) => StatusCode::NOT_FOUND,
+            ScheduleError::NotRunning(_) => StatusCode::CONFLICT,
+            ScheduleError::Store(_) | ScheduleError::Corrupt { .. } => return Self::internal(&err),
+        };
+        Self::new(status, err.to_string())
+    }
+}
+
+impl From<NotifyError> for ApiError {
+    fn from(err: NotifyError) -> Self {
+        match &err {
+            NotifyError::Invalid(invalid) => {
+                Self::new(StatusCode::BAD_REQUEST, invalid.to_string()).with_field(&invalid.field)
+            }
+            NotifyError::Store(_) | NotifyError::Corrupt(_) => Self::internal(&err),
+        }
     }
 }
 

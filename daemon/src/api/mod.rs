@@ -6,6 +6,7 @@ mod bench;
 mod disks;
 pub mod error;
 mod metrics;
+mod schedules;
 mod session;
 mod shares;
 mod tuning;
@@ -26,6 +27,8 @@ use crate::disks::Disks;
 use crate::host::Host;
 use crate::inventory::{self, SystemInfo};
 use crate::monitor::Monitor;
+use crate::schedule::Scheduler;
+use crate::schedule::notify::Notifier;
 use crate::shares::Shares;
 use crate::tuning::Tuner;
 use error::ApiError;
@@ -40,6 +43,8 @@ pub struct AppState {
     pub shares: Arc<Shares>,
     pub net: Arc<NetBench>,
     pub disk_bench: Arc<DiskBench>,
+    pub scheduler: Arc<Scheduler>,
+    pub notifier: Arc<Notifier>,
     pub monitor: Arc<Monitor>,
     pub host: Host,
 }
@@ -125,6 +130,29 @@ pub fn router(state: AppState) -> Router {
             post(bench::cancel_disk_run),
         )
         .route("/api/v1/bench/compare", get(bench::compare_disk_runs))
+        .route(
+            "/api/v1/schedules",
+            get(schedules::list).post(schedules::add),
+        )
+        .route("/api/v1/schedules/preview", get(schedules::preview))
+        .route(
+            "/api/v1/schedules/{id}",
+            get(schedules::show)
+                .put(schedules::update)
+                .delete(schedules::remove),
+        )
+        .route("/api/v1/schedules/{id}/run", post(schedules::run))
+        .route("/api/v1/jobs", get(schedules::jobs))
+        .route("/api/v1/jobs/{id}", get(schedules::job))
+        .route("/api/v1/jobs/{id}/cancel", post(schedules::cancel_job))
+        .route(
+            "/api/v1/notifications",
+            get(schedules::notifications).put(schedules::set_notifications),
+        )
+        .route(
+            "/api/v1/notifications/test",
+            post(schedules::test_notifications),
+        )
         .route("/api/v1/metrics/series", get(metrics::series))
         .route("/api/v1/metrics/query", get(metrics::query))
         .route("/api/v1/metrics/self", get(metrics::own_writes))

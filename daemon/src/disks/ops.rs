@@ -615,31 +615,79 @@ impl Disks {
         Ok(true)
     }
 
+    /// smartctl's arguments for a disk (`-d` where its transport needs
+    /// it), or why it has no SMART.
+    fn smart_device(&self, disk: &Disk) -> Result<Vec<std::ffi::OsString>, String> {
+        let Some(device_type) = smart::device_type(disk.transport) else {
+            return Err(format!(
+                "{} devices have no SMART",
+                serde_json::to_value(disk.transport)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            ));
+        };
+        let mut args = Vec::new();
+        if let Some(kind) = device_type {
+            args.extend(["-d".into(), kind.into()]);
+        }
+        args.push(self.host.dev_path(&disk.volume.name).into_os_string());
+        Ok(args)
+    }
+
     /// SMART health without waking a sleeping disk.
     pub async fn smart(&self, name: &str) -> Result<SmartReport, DiskError> {
         let list = self.list().await?;
         let target = find(&list.disks, name)?;
-        let Some(device_type) = smart::device_type(target.disk.transport) else {
-            return Ok(SmartReport::unsupported(format!(
-                "{} devices have no SMART",
-                serde_json::to_value(target.disk.transport)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            )));
+        let device = match self.smart_device(target.disk) {
+            Ok(device) => device,
+            Err(why) => return Ok(SmartReport::unsupported(why)),
         };
-        let device = self.host.dev_path(&target.disk.volume.name);
         // -n standby: a sleeping disk stays asleep; smartctl says so instead.
         let mut args: Vec<std::ffi::OsString> =
             ["--json", "-a", "-n", "standby"].map(Into::into).into();
-        if let Some(kind) = device_type {
-            args.extend(["-d".into(), kind.into()]);
-        }
-        args.push(device.into_os_string());
+        args.extend(device);
         let out = self.runner.run_unchecked("smartctl", &args, None).await?;
         smart::parse(&out.stdout, out.code).map_err(|err| {
             DiskError::Verify(format!("smartctl printed no JSON ({err}): {}", out.stderr))
         })
+    }
+
+    /// Starts a drive's own self-test (`short` or `long`); the drive runs
+    /// it in the background and `smart` shows its progress and result.
+    pub async fn start_self_test(&self, name: &str, long: bool) -> Result<(), DiskError> {
+        self.self_test_command(name, if long { "long" } else { "short" })
+            .await
+    }
+
+    /// Stops a running self-test.
+    pub async fn abort_self_test(&self, name: &str) -> Result<(), DiskError> {
+        self.self_test_command(name, "abort").await
+    }
+
+    async fn self_test_command(&self, name: &str, what: &str) -> Result<(), DiskError> {
+        let list = self.list().await?;
+        let target = find(&list.disks, name)?;
+        let device = self
+            .smart_device(target.disk)
+            .map_err(DiskError::NotSupported)?;
+        let mut args: Vec<std::ffi::OsString> = match what {
+            "abort" => vec!["-X".into()],
+            test => vec!["-t".into(), test.into()],
+        };
+        args.extend(device);
+        let out = self.runner.run_unchecked("smartctl", &args, None).await?;
+        // Bits 0-1 of the exit status: bad arguments, or the device could
+        // not be opened or did not take the command.
+        if out.code.is_none_or(|c| c & 0b111 != 0) {
+            return Err(DiskError::Verify(format!(
+                "smartctl {what} on {name} failed (exit {:?}): {}{}",
+                out.code,
+                out.stdout.lines().last().unwrap_or(""),
+                out.stderr
+            )));
+        }
+        Ok(())
     }
 
     /// Stores spindown/APM for a rotating disk and applies them now; they

@@ -27,6 +27,17 @@ pub struct SmartReport {
     pub reallocated_sectors: Option<u64>,
     pub pending_sectors: Option<u64>,
     pub last_self_test: Option<String>,
+    /// Whether the newest self-test in the log passed.
+    pub last_self_test_passed: Option<bool>,
+    /// A self-test running now: how much of it is left.
+    pub self_test_remaining_percent: Option<u64>,
+    /// How long the drive says its tests take.
+    pub short_test_minutes: Option<u64>,
+    pub long_test_minutes: Option<u64>,
+    /// Error counters that only ever grow on a healthy drive by a fault:
+    /// reallocated, pending and offline-uncorrectable sectors, reported
+    /// uncorrectable errors, interface CRC errors, NVMe media errors.
+    pub counters: std::collections::BTreeMap<String, u64>,
     /// What smartctl was told or chose (`sat`, `nvme`, ...).
     pub device_type: Option<String>,
     /// smartctl's own words when it could not read the health.
@@ -43,6 +54,11 @@ impl SmartReport {
             reallocated_sectors: None,
             pending_sectors: None,
             last_self_test: None,
+            last_self_test_passed: None,
+            self_test_remaining_percent: None,
+            short_test_minutes: None,
+            long_test_minutes: None,
+            counters: Default::default(),
             device_type: None,
             message: Some(message.into()),
         }
@@ -106,15 +122,49 @@ pub fn parse(json_text: &str, exit_code: Option<i32>) -> Result<SmartReport, ser
             )
         });
     }
-    let last_self_test = json["ata_smart_self_test_log"]["standard"]["table"]
+    let newest_test = json["ata_smart_self_test_log"]["standard"]["table"]
         .get(0)
-        .or_else(|| json["nvme_self_test_log"]["table"].get(0))
+        .or_else(|| json["nvme_self_test_log"]["table"].get(0));
+    let last_self_test = newest_test
         .and_then(|t| {
             t["status"]["string"]
                 .as_str()
                 .or(t["self_test_result"]["string"].as_str())
         })
         .map(str::to_owned);
+    let last_self_test_passed = newest_test.and_then(|t| {
+        t["status"]["passed"]
+            .as_bool()
+            .or_else(|| t["self_test_result"]["value"].as_u64().map(|v| v == 0))
+    });
+    let ata_test = &json["ata_smart_data"]["self_test"];
+    let nvme_log = &json["nvme_self_test_log"];
+    let self_test_remaining_percent =
+        ata_test["status"]["remaining_percent"]
+            .as_u64()
+            .or_else(|| {
+                (nvme_log["current_self_test_operation"]["value"].as_u64()? != 0).then(|| {
+                    100 - nvme_log["current_self_test_completion_percent"]
+                        .as_u64()
+                        .unwrap_or(0)
+                        .min(100)
+                })
+            });
+    let mut counters = std::collections::BTreeMap::new();
+    for (id, name) in [
+        (5, "reallocated_sectors"),
+        (187, "reported_uncorrect"),
+        (197, "pending_sectors"),
+        (198, "offline_uncorrectable"),
+        (199, "udma_crc_errors"),
+    ] {
+        if let Some(v) = ata_raw(&json, id) {
+            counters.insert(name.to_owned(), v);
+        }
+    }
+    if let Some(v) = json["nvme_smart_health_information_log"]["media_errors"].as_u64() {
+        counters.insert("media_errors".to_owned(), v);
+    }
     Ok(SmartReport {
         state: SmartState::Read,
         passed: json["smart_status"]["passed"].as_bool(),
@@ -123,6 +173,11 @@ pub fn parse(json_text: &str, exit_code: Option<i32>) -> Result<SmartReport, ser
         reallocated_sectors: ata_raw(&json, 5),
         pending_sectors: ata_raw(&json, 197),
         last_self_test,
+        last_self_test_passed,
+        self_test_remaining_percent,
+        short_test_minutes: ata_test["polling_minutes"]["short"].as_u64(),
+        long_test_minutes: ata_test["polling_minutes"]["extended"].as_u64(),
+        counters,
         device_type,
         message,
     })
@@ -151,6 +206,14 @@ mod tests {
             (Some(0), Some(0))
         );
         assert_eq!(r.last_self_test.as_deref(), Some("Completed without error"));
+        assert_eq!(r.last_self_test_passed, Some(true));
+        // Captured while a short test ran.
+        assert_eq!(r.self_test_remaining_percent, Some(10));
+        assert_eq!(
+            (r.short_test_minutes, r.long_test_minutes),
+            (Some(2), Some(1479))
+        );
+        assert_eq!(r.counters["offline_uncorrectable"], 0);
         assert_eq!(r.device_type.as_deref(), Some("sat"));
     }
 
@@ -168,6 +231,15 @@ mod tests {
             (Some(3), Some(1))
         );
         assert_eq!(r.last_self_test, None, "its self-test log is empty");
+        assert_eq!(r.self_test_remaining_percent, None, "no test running");
+        assert_eq!(r.long_test_minutes, Some(448));
+        assert_eq!(
+            (
+                r.counters["reported_uncorrect"],
+                r.counters["offline_uncorrectable"]
+            ),
+            (2, 1)
+        );
     }
 
     #[test]
@@ -178,6 +250,7 @@ mod tests {
         assert_eq!(r.temperature_celsius, Some(35));
         assert_eq!(r.power_on_hours, Some(1767));
         assert_eq!(r.reallocated_sectors, None);
+        assert_eq!(r.counters.get("media_errors"), Some(&0));
     }
 
     #[test]

@@ -117,25 +117,23 @@ impl Store {
             .optional()?)
     }
 
-    /// The newest `limit` runs of `kind` on `target` with `status` before
-    /// run `before`, newest first: what a result is compared with.
-    pub fn similar_job_runs(
+    /// The newest `limit` runs of `kind` on `target` that ran to the end
+    /// (ok, or ok with something to report) before run `before`, newest
+    /// first: what a result is compared with.
+    pub fn finished_job_runs(
         &self,
         kind: &str,
         target: &str,
-        status: &str,
         before: i64,
         limit: u32,
     ) -> Result<Vec<String>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn.prepare(
             "SELECT document FROM job_runs
-             WHERE kind = ?1 AND target = ?2 AND status = ?3 AND id < ?4
-             ORDER BY id DESC LIMIT ?5",
+             WHERE kind = ?1 AND target = ?2 AND status IN ('ok', 'warning') AND id < ?3
+             ORDER BY id DESC LIMIT ?4",
         )?;
-        let rows = stmt.query_map(params![kind, target, status, before, limit], |row| {
-            row.get(0)
-        })?;
+        let rows = stmt.query_map(params![kind, target, before, limit], |row| row.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -193,10 +191,11 @@ mod tests {
         let r1 = store.add_job_run(&row("ok"), "r1").unwrap();
         let r2 = store.add_job_run(&row("running"), "r2").unwrap();
         store.update_job_run(r2, "ok", "r2b").unwrap();
+        store.add_job_run(&row("failed"), "f").unwrap();
         let r3 = store.add_job_run(&row("running"), "r3").unwrap();
         assert_eq!(
             store
-                .similar_job_runs("net_benchmark", "peer", "ok", r3, 5)
+                .finished_job_runs("net_benchmark", "peer", r3, 5)
                 .unwrap(),
             ["r2b", "r1"]
         );

@@ -1,0 +1,247 @@
+//! The health check's judgement, pure: from what was read (temperatures,
+//! filesystem fill, SMART, USB links, tuning drift, managed mounts) to
+//! findings, each with a key so only new ones raise events.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::disks::smart::SmartReport;
+use crate::inventory::ThermalZone;
+use crate::store::Severity;
+
+/// Filesystem fill that warns, and that is critical.
+const FULL_WARNING: f64 = 0.90;
+const FULL_CRITICAL: f64 = 0.97;
+/// A zone this close to a trip point where the kernel acts warns.
+const HOT_MARGIN_C: f64 = 10.0;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable across checks: `full:/srv/data`, `smart-grew:WD-123:pending_sectors`.
+    pub key: String,
+    pub severity: Severity,
+    pub message: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Filesystem {
+    pub mountpoint: String,
+    pub used_bytes: u64,
+    pub total_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct DiskHealth {
+    pub name: String,
+    /// Serial or other stable key: counters are compared per disk.
+    pub key: String,
+    pub smart: Option<SmartReport>,
+    pub usb_degraded: bool,
+    pub usb_speed_mbps: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub zones: Vec<ThermalZone>,
+    pub filesystems: Vec<Filesystem>,
+    pub disks: Vec<DiskHealth>,
+    /// SMART error counters at the previous check, per disk key.
+    pub counters_before: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Tuning the drift check had to put back.
+    pub tuning_drift: Vec<String>,
+    /// Managed mounts whose filesystem is missing, or present and unmounted.
+    pub mounts_missing: Vec<String>,
+}
+
+pub fn findings(facts: &Facts) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for zone in &facts.zones {
+        let Some(c) = zone.celsius else { continue };
+        for trip in zone.trips.iter().filter(|t| {
+            matches!(t.kind.as_str(), "passive" | "hot" | "critical") && t.celsius > 0.0
+        }) {
+            if c >= trip.celsius - HOT_MARGIN_C {
+                out.push(Finding {
+                    key: format!("hot:{}", zone.zone),
+                    severity: if c >= trip.celsius {
+                        Severity::Critical
+                    } else {
+                        Severity::Warning
+                    },
+                    message: format!(
+                        "{} ({}) is at {c:.1} °C; its {} trip point is {:.1} °C",
+                        zone.zone,
+                        zone.kind.as_deref().unwrap_or("unknown"),
+                        trip.kind,
+                        trip.celsius
+                    ),
+                });
+                break;
+            }
+        }
+    }
+    for fs in &facts.filesystems {
+        if fs.total_bytes == 0 {
+            continue;
+        }
+        let ratio = fs.used_bytes as f64 / fs.total_bytes as f64;
+        if ratio >= FULL_WARNING {
+            out.push(Finding {
+                key: format!("full:{}", fs.mountpoint),
+                severity: if ratio >= FULL_CRITICAL {
+                    Severity::Critical
+                } else {
+                    Severity::Warning
+                },
+                message: format!("{} is {:.0} % full", fs.mountpoint, ratio * 100.0),
+            });
+        }
+    }
+    for disk in &facts.disks {
+        if disk.usb_degraded {
+            out.push(Finding {
+                key: format!("usb2:{}", disk.key),
+                severity: Severity::Warning,
+                message: format!(
+                    "{} runs at USB 2 speed ({} Mbit/s): check the cable and the port",
+                    disk.name,
+                    disk.usb_speed_mbps.unwrap_or(480)
+                ),
+            });
+        }
+        let Some(smart) = &disk.smart else { continue };
+        if smart.passed == Some(false) {
+            out.push(Finding {
+                key: format!("smart-failed:{}", disk.key),
+                severity: Severity::Critical,
+                message: format!(
+                    "{}: the drive's SMART health check FAILED; back it up now",
+                    disk.name
+                ),
+            });
+        }
+        let before = facts.counters_before.get(&disk.key);
+        for (counter, now) in &smart.counters {
+            let was = before.and_then(|b| b.get(counter)).copied();
+            if let Some(was) = was
+                && *now > was
+            {
+                out.push(Finding {
+                    key: format!("smart-grew:{}:{counter}", disk.key),
+                    severity: Severity::Warning,
+                    message: format!("{}: {counter} grew from {was} to {now}", disk.name),
+                });
+            }
+        }
+    }
+    for drift in &facts.tuning_drift {
+        out.push(Finding {
+            key: format!("drift:{drift}"),
+            severity: Severity::Warning,
+            message: format!("tuning had drifted and was put back: {drift}"),
+        });
+    }
+    for mount in &facts.mounts_missing {
+        out.push(Finding {
+            key: format!("unmounted:{mount}"),
+            severity: Severity::Warning,
+            message: format!("{mount} is in fstab but not mounted"),
+        });
+    }
+    out
+}
+
+/// The SMART counters to compare with next time, per disk key.
+pub fn counters(facts: &Facts) -> BTreeMap<String, BTreeMap<String, u64>> {
+    facts
+        .disks
+        .iter()
+        .filter_map(|d| Some((d.key.clone(), d.smart.as_ref()?.counters.clone())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::TripPoint;
+
+    fn smart(pending: u64, passed: bool) -> SmartReport {
+        let mut r = SmartReport::unsupported("");
+        r.passed = Some(passed);
+        r.counters.insert("pending_sectors".into(), pending);
+        r
+    }
+
+    #[test]
+    fn each_problem_becomes_a_finding_with_a_stable_key() {
+        let disk = |pending, passed| DiskHealth {
+            name: "sda".into(),
+            key: "WD-123".into(),
+            smart: Some(smart(pending, passed)),
+            usb_degraded: true,
+            usb_speed_mbps: Some(480),
+        };
+        let facts = Facts {
+            zones: vec![ThermalZone {
+                zone: "thermal_zone0".into(),
+                kind: Some("cpu-thermal".into()),
+                celsius: Some(78.0),
+                trips: vec![TripPoint {
+                    kind: "passive".into(),
+                    celsius: 85.0,
+                }],
+            }],
+            filesystems: vec![
+                Filesystem {
+                    mountpoint: "/srv/data".into(),
+                    used_bytes: 95,
+                    total_bytes: 100,
+                },
+                Filesystem {
+                    mountpoint: "/srv/empty".into(),
+                    used_bytes: 5,
+                    total_bytes: 100,
+                },
+            ],
+            disks: vec![disk(3, false)],
+            counters_before: [(
+                "WD-123".to_owned(),
+                [("pending_sectors".to_owned(), 1)].into(),
+            )]
+            .into(),
+            tuning_drift: vec!["policy0 governor ondemand -> powersave".into()],
+            mounts_missing: vec!["/srv/backup".into()],
+        };
+        let found = findings(&facts);
+        let keys: Vec<(&str, Severity)> =
+            found.iter().map(|f| (f.key.as_str(), f.severity)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("hot:thermal_zone0", Severity::Warning),
+                ("full:/srv/data", Severity::Warning),
+                ("usb2:WD-123", Severity::Warning),
+                ("smart-failed:WD-123", Severity::Critical),
+                ("smart-grew:WD-123:pending_sectors", Severity::Warning),
+                (
+                    "drift:policy0 governor ondemand -> powersave",
+                    Severity::Warning
+                ),
+                ("unmounted:/srv/backup", Severity::Warning),
+            ]
+        );
+        assert!(found[4].message.contains("grew from 1 to 3"));
+        assert_eq!(counters(&facts)["WD-123"]["pending_sectors"], 3);
+        // Counters seen for the first time are the baseline, not a finding.
+        let first = Facts {
+            counters_before: BTreeMap::new(),
+            disks: vec![DiskHealth {
+                usb_degraded: false,
+                ..disk(3, true)
+            }],
+            ..Facts::default()
+        };
+        assert!(findings(&first).is_empty());
+    }
+}

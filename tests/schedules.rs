@@ -32,6 +32,10 @@ fn board_copy() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+/// On the real host the busy gate reads its real load, which a CI machine
+/// running builds beside the tests often has: raised out of the way.
+const REAL_HOST_CONFIG: &str = "iperf3_port = 0\nbusy_load_per_cpu = 100\n";
+
 fn start(root: &Path, config: &str) -> (Daemon, String) {
     let d = Daemon::start_with(root, config, &[]);
     let session = d.set_up();
@@ -221,8 +225,14 @@ fn a_health_check_reports_new_findings_once() {
     );
     assert_eq!(hot_events[0]["severity"], "warning");
     let jobs = d.get("jobs", Some(&session)).body;
-    assert_eq!(jobs.as_array().unwrap().len(), 3);
-    assert!(jobs[0]["duration_secs"].as_f64().is_some());
+    let mine: Vec<&Value> = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["schedule_id"] == s["id"])
+        .collect();
+    assert_eq!(mine.len(), 3);
+    assert!(mine[0]["duration_secs"].as_f64().is_some());
 }
 
 #[test]
@@ -336,7 +346,7 @@ impl Drop for LoopDisk {
 #[test]
 fn a_disk_that_is_not_mounted_or_present_is_a_clear_skip() {
     let blank = LoopDisk::new(false);
-    let (d, session) = start(Path::new("/"), "iperf3_port = 0\n");
+    let (d, session) = start(Path::new("/"), REAL_HOST_CONFIG);
     let s = add(
         &d,
         &session,
@@ -378,7 +388,7 @@ fn a_disk_that_is_not_mounted_or_present_is_a_clear_skip() {
 #[test]
 fn a_timeout_or_a_cancel_stops_the_job_and_removes_its_files() {
     let disk = LoopDisk::new(true);
-    let (d, session) = start(Path::new("/"), "iperf3_port = 0\n");
+    let (d, session) = start(Path::new("/"), REAL_HOST_CONFIG);
     let job = json!({"kind": "disk_benchmark", "disk": disk.name(), "preset": "quick"});
     let s = add(
         &d,
@@ -495,9 +505,9 @@ fn http_listener() -> (u16, mpsc::Receiver<(String, String)>) {
     (port, rx)
 }
 
-/// An SMTP listener speaking just enough of RFC 5321 (and AUTH PLAIN) to
-/// take a message; passes on each message's AUTH line and data.
-fn smtp_listener() -> (u16, mpsc::Receiver<(String, String)>) {
+/// An SMTP listener speaking just enough of RFC 5321 to take a message;
+/// passes on each message's data.
+fn smtp_listener() -> (u16, mpsc::Receiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::channel();
@@ -507,7 +517,6 @@ fn smtp_listener() -> (u16, mpsc::Receiver<(String, String)>) {
             let mut reader = BufReader::new(stream);
             let _ = out.write_all(b"220 test ESMTP\r\n");
             let mut data: Option<String> = None;
-            let mut auth = String::new();
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -515,7 +524,7 @@ fn smtp_listener() -> (u16, mpsc::Receiver<(String, String)>) {
                 }
                 if let Some(d) = data.as_mut() {
                     if line == ".\r\n" {
-                        let _ = tx.send((auth.clone(), data.take().unwrap()));
+                        let _ = tx.send(data.take().unwrap());
                         let _ = out.write_all(b"250 queued\r\n");
                     } else {
                         d.push_str(&line);
@@ -524,11 +533,7 @@ fn smtp_listener() -> (u16, mpsc::Receiver<(String, String)>) {
                 }
                 let verb = line.get(..4).unwrap_or("").to_ascii_uppercase();
                 let reply: &[u8] = match verb.as_str() {
-                    "EHLO" | "HELO" => b"250-test\r\n250 AUTH PLAIN\r\n",
-                    "AUTH" => {
-                        auth = line.trim().to_owned();
-                        b"235 accepted\r\n"
-                    }
+                    "EHLO" | "HELO" => b"250 test\r\n",
                     "DATA" => {
                         data = Some(String::new());
                         b"354 go on\r\n"
@@ -558,17 +563,13 @@ fn notifications_reach_a_webhook_and_a_mailbox_by_severity() {
         json!({
             "webhook": {"url": format!("http://127.0.0.1:{http_port}/"), "topic": "nas", "token": "tk-secret", "min_severity": "warning"},
             "email": {"host": "127.0.0.1", "port": smtp_port, "security": "none",
-                      "from": "nas@example.com", "to": ["owner@example.com"], "password": "pw-secret",
-                      "username": "nas", "min_severity": "critical"},
+                      "from": "nas@example.com", "to": ["owner@example.com"], "min_severity": "critical"},
         }),
         &session,
     );
     assert_eq!(settings.status, 200, "{}", settings.body);
     let shown = d.get("notifications", Some(&session)).body.to_string();
-    assert!(
-        !shown.contains("tk-secret") && !shown.contains("pw-secret"),
-        "{shown}"
-    );
+    assert!(!shown.contains("tk-secret"), "{shown}");
     assert!(shown.contains("\"token_set\":true"));
     let bad = d.send(
         "PUT",
@@ -580,6 +581,15 @@ fn notifications_reach_a_webhook_and_a_mailbox_by_severity() {
         (bad.status, bad.body["field"].as_str()),
         (400, Some("webhook.url"))
     );
+    // A password is never sent in clear.
+    let clear = d.send(
+        "PUT",
+        "notifications",
+        json!({"email": {"host": "127.0.0.1", "security": "none", "username": "nas", "password": "pw",
+                         "from": "nas@example.com", "to": ["owner@example.com"]}}),
+        &session,
+    );
+    assert_eq!(clear.body["field"], "email.security", "{}", clear.body);
 
     let test = d.post("notifications/test", json!({}), Some(&session));
     assert_eq!(test.status, 200, "{}", test.body);
@@ -599,9 +609,7 @@ fn notifications_reach_a_webhook_and_a_mailbox_by_severity() {
             .unwrap()
             .contains("test notification")
     );
-    let (auth, mail) = mails.recv_timeout(Duration::from_secs(10)).unwrap();
-    // AUTH PLAIN carries base64("\0nas\0pw-secret").
-    assert_eq!(auth, "AUTH PLAIN AG5hcwBwdy1zZWNyZXQ=");
+    let mail = mails.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(
         mail.contains("This is a test notification from nasd."),
         "{mail}"
@@ -617,15 +625,17 @@ fn notifications_reach_a_webhook_and_a_mailbox_by_severity() {
     );
     let failed = run_and_wait(&d, &session, &s["id"], 60);
     assert_eq!(failed["status"], "failed", "{failed}");
-    let (_, body) = hooks
-        .recv_timeout(Duration::from_secs(40))
-        .expect("the event is delivered");
-    let body: Value = serde_json::from_str(&body).unwrap();
+    // Other warnings (monitoring, tuning) may come first: look for this one.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let body = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (_, body) = hooks.recv_timeout(left).expect("the event is delivered");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        if body["message"].as_str().unwrap().contains("failed") {
+            break body;
+        }
+    };
     assert_eq!(body["priority"], 4, "{body}");
-    assert!(
-        body["message"].as_str().unwrap().contains("failed"),
-        "{body}"
-    );
     std::thread::sleep(Duration::from_secs(2));
     assert!(
         mails.try_recv().is_err(),

@@ -24,7 +24,7 @@ pub enum ConfigError {
     Invalid { path: PathBuf, invalid: Invalid },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
@@ -42,6 +42,8 @@ pub struct Config {
     pub commit_interval: Duration,
     /// A disk benchmark this many percent below its baseline raises an event.
     pub bench_regression_percent: u8,
+    /// Heavy scheduled jobs wait while the 1-minute load per CPU is above this.
+    pub busy_load_per_cpu: f64,
 }
 
 impl Default for Config {
@@ -57,6 +59,7 @@ impl Default for Config {
             iperf3_port: 5201,
             commit_interval: Duration::from_secs(300),
             bench_regression_percent: 20,
+            busy_load_per_cpu: 0.9,
         }
     }
 }
@@ -75,6 +78,7 @@ struct ConfigFile {
     iperf3_port: Option<u16>,
     commit_interval_secs: Option<u64>,
     bench_regression_percent: Option<u8>,
+    busy_load_per_cpu: Option<f64>,
 }
 
 pub const SAMPLE_RANGE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
@@ -159,6 +163,15 @@ impl Config {
                 )));
             }
             config.bench_regression_percent = percent;
+        }
+        if let Some(load) = file.busy_load_per_cpu {
+            if !(0.1..=100.0).contains(&load) {
+                return Err(invalid(Invalid::new(
+                    "busy_load_per_cpu",
+                    format!("must be 0.1 to 100, got {load}"),
+                )));
+            }
+            config.busy_load_per_cpu = load;
         }
         Ok(config)
     }

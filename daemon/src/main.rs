@@ -21,7 +21,7 @@ use nasd::inventory;
 use nasd::monitor::Monitor;
 use nasd::schedule::model::{JobRun, ScheduleRequest};
 use nasd::schedule::notify::Notifier;
-use nasd::schedule::{Deps, Scheduler};
+use nasd::schedule::{Deps, Limits, Scheduler};
 use nasd::shares::{self, ShareRequest, Shares};
 use nasd::store::Store;
 use nasd::tuning::{self, Tuner, TuningRequest};
@@ -614,6 +614,13 @@ async fn bench_verb(config: Config, verb: BenchVerb) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn scheduler_limits(config: &Config) -> Limits {
+    Limits {
+        regression_percent: config.bench_regression_percent,
+        busy_load_per_cpu: config.busy_load_per_cpu,
+    }
+}
+
 fn open_scheduler(config: &Config, host: &Host) -> anyhow::Result<Arc<Scheduler>> {
     let (store, disks) = open_disks(config, host)?;
     let deps = Deps {
@@ -629,10 +636,7 @@ fn open_scheduler(config: &Config, host: &Host) -> anyhow::Result<Arc<Scheduler>
         store,
         disks,
     };
-    Ok(Arc::new(Scheduler::new(
-        deps,
-        config.bench_regression_percent,
-    )))
+    Ok(Arc::new(Scheduler::new(deps, scheduler_limits(config))))
 }
 
 fn job_line(j: &JobRun) -> String {
@@ -690,19 +694,24 @@ async fn schedule_verb(config: Config, host: Host, verb: ScheduleVerb) -> anyhow
             timeout,
             disabled,
         } => {
-            let job: serde_json::Value =
-                serde_json::from_str(&job).map_err(|e| Invalid::new("job", e.to_string()))?;
-            let request: ScheduleRequest = serde_json::from_value(serde_json::json!({
-                "name": name,
-                "cron": cron,
-                "job": job,
-                "enabled": !disabled,
-                "catch_up": catch_up,
-                "when_busy": when_busy,
-                "when_asleep": when_asleep,
-                "timeout_secs": timeout,
-            }))
-            .map_err(|e| Invalid::new("job", e.to_string()))?;
+            let job =
+                serde_json::from_str(&job).map_err(|e| Invalid::new("--job", e.to_string()))?;
+            let when_busy = serde_json::from_value(serde_json::json!(when_busy))
+                .map_err(|_| Invalid::new("--when-busy", "must be wait or skip"))?;
+            let when_asleep = when_asleep
+                .map(|w| serde_json::from_value(serde_json::json!(w)))
+                .transpose()
+                .map_err(|_| Invalid::new("--when-asleep", "must be skip or wake"))?;
+            let request = ScheduleRequest {
+                name,
+                cron,
+                job,
+                enabled: !disabled,
+                catch_up,
+                when_asleep,
+                when_busy,
+                timeout_secs: timeout,
+            };
             let view = scheduler.add(request)?;
             println!("added schedule #{}", view.schedule.id);
             for next in &view.next_runs {
@@ -714,9 +723,19 @@ async fn schedule_verb(config: Config, host: Host, verb: ScheduleVerb) -> anyhow
             println!("removed schedule #{id}");
         }
         ScheduleVerb::Run { id, json } => {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut interrupt = signal(SignalKind::interrupt())?;
             let mut ids = Vec::new();
-            for (job, handle) in scheduler.fire(id)? {
-                handle.await?;
+            for (job, mut handle) in scheduler.fire(id)? {
+                // Ctrl-C cancels the run as the API's cancel does.
+                tokio::select! {
+                    done = &mut handle => done?,
+                    _ = interrupt.recv() => {
+                        eprintln!("cancelling job #{job}");
+                        let _ = scheduler.cancel(job);
+                        handle.await?;
+                    }
+                }
                 ids.push(job);
             }
             // A schedule for every disk ran one job per disk.
@@ -1088,17 +1107,19 @@ async fn serve(config: Config, host: Host) -> anyhow::Result<()> {
             net: net.clone(),
             tuner: tuner.clone(),
         },
-        config.bench_regression_percent,
+        scheduler_limits(&config),
     ));
     if let Err(err) = scheduler.seed_defaults() {
         tracing::error!("default schedules not added: {err}");
     }
-    tokio::spawn(scheduler.clone().run());
+    // Before the API serves, so no request races the history's cleanup.
+    let catch_up = scheduler.start();
+    tokio::spawn(scheduler.clone().run(catch_up));
     let hostname = host
-        .read_text("/proc/sys/kernel/hostname")
+        .hostname()
         .ok()
         .flatten()
-        .map_or_else(|| "nasd".to_owned(), |h| h.trim().to_owned());
+        .unwrap_or_else(|| "nasd".to_owned());
     let notifier = Arc::new(Notifier::new(store.clone(), hostname, scheduler.zone()));
     tokio::spawn(notifier.clone().run());
     tokio::spawn(tuning::keep_applied(tuner.clone(), config.drift_check));

@@ -677,8 +677,9 @@ impl Disks {
         };
         args.extend(device);
         let out = self.runner.run_unchecked("smartctl", &args, None).await?;
-        // Bits 0-1 of the exit status: bad arguments, or the device could
-        // not be opened or did not take the command.
+        // Bits 0-2 of the exit status: bad arguments, the device could not
+        // be opened, or it refused the command (a self-test already
+        // running is refused this way).
         if out.code.is_none_or(|c| c & 0b111 != 0) {
             return Err(DiskError::Verify(format!(
                 "smartctl {what} on {name} failed (exit {:?}): {}{}",

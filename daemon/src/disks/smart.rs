@@ -29,6 +29,10 @@ pub struct SmartReport {
     pub last_self_test: Option<String>,
     /// Whether the newest self-test in the log passed.
     pub last_self_test_passed: Option<bool>,
+    /// Entries in the self-test log, and the power-on hour of the newest:
+    /// together they tell a new result from an old one.
+    pub self_test_log_entries: Option<u64>,
+    pub last_self_test_hours: Option<u64>,
     /// A self-test running now: how much of it is left.
     pub self_test_remaining_percent: Option<u64>,
     /// How long the drive says its tests take.
@@ -55,6 +59,8 @@ impl SmartReport {
             pending_sectors: None,
             last_self_test: None,
             last_self_test_passed: None,
+            self_test_log_entries: None,
+            last_self_test_hours: None,
             self_test_remaining_percent: None,
             short_test_minutes: None,
             long_test_minutes: None,
@@ -122,9 +128,16 @@ pub fn parse(json_text: &str, exit_code: Option<i32>) -> Result<SmartReport, ser
             )
         });
     }
-    let newest_test = json["ata_smart_self_test_log"]["standard"]["table"]
-        .get(0)
-        .or_else(|| json["nvme_self_test_log"]["table"].get(0));
+    let log = json["ata_smart_self_test_log"]["standard"]["table"]
+        .as_array()
+        .or_else(|| json["nvme_self_test_log"]["table"].as_array());
+    let newest_test = log.and_then(|t| t.first());
+    let self_test_log_entries = log.map(|t| t.len() as u64);
+    let last_self_test_hours = newest_test.and_then(|t| {
+        t["lifetime_hours"]
+            .as_u64()
+            .or(t["power_on_hours"].as_u64())
+    });
     let last_self_test = newest_test
         .and_then(|t| {
             t["status"]["string"]
@@ -174,6 +187,8 @@ pub fn parse(json_text: &str, exit_code: Option<i32>) -> Result<SmartReport, ser
         pending_sectors: ata_raw(&json, 197),
         last_self_test,
         last_self_test_passed,
+        self_test_log_entries,
+        last_self_test_hours,
         self_test_remaining_percent,
         short_test_minutes: ata_test["polling_minutes"]["short"].as_u64(),
         long_test_minutes: ata_test["polling_minutes"]["extended"].as_u64(),
@@ -207,6 +222,8 @@ mod tests {
         );
         assert_eq!(r.last_self_test.as_deref(), Some("Completed without error"));
         assert_eq!(r.last_self_test_passed, Some(true));
+        assert_eq!(r.last_self_test_hours, Some(1708));
+        assert!(r.self_test_log_entries.unwrap() >= 3);
         // Captured while a short test ran.
         assert_eq!(r.self_test_remaining_percent, Some(10));
         assert_eq!(

@@ -51,6 +51,13 @@ impl Host {
         self.read_text("/proc/sys/kernel/osrelease")
     }
 
+    /// The host name, as notifications name the box.
+    pub fn hostname(&self) -> Result<Option<String>, HostError> {
+        Ok(self
+            .read_text("/proc/sys/kernel/hostname")?
+            .map(|h| h.trim().to_owned()))
+    }
+
     pub fn proc_uptime(&self) -> Result<Option<String>, HostError> {
         self.read_text("/proc/uptime")
     }

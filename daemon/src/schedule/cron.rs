@@ -2,7 +2,8 @@
 //! week) or `@hourly`, `@daily`, `@weekly`, `@monthly`, evaluated in a time
 //! zone so a 03:00 job stays at 03:00 local time across DST changes. A
 //! time that a spring-forward skips runs at the first minute after the
-//! gap; a time that a fall-back repeats runs once, at its first occurrence.
+//! gap; a time that a fall-back repeats runs once, at its first occurrence
+//! (so an hourly job skips the repeated hour).
 
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan, Zoned};
@@ -80,11 +81,18 @@ impl Cron {
         let wall_clock = cronexpr::parse_crontab(&format!("{} UTC", fields.join(" ")))
             .map_err(|err| Invalid::new("cron", reason(&err)))?;
         let zone = TimeZone::get(zone).map_err(|err| Invalid::new("time_zone", err.to_string()))?;
-        Ok(Cron {
+        let cron = Cron {
             tab,
             wall_clock,
             zone,
-        })
+        };
+        if cron.next_after(Timestamp::now()).is_none() {
+            return Err(Invalid::new(
+                "cron",
+                format!("'{text}' never matches a real date (such as 30 February)"),
+            ));
+        }
+        Ok(cron)
     }
 
     /// The first run strictly after `t`. A run whose local time a
@@ -220,6 +228,8 @@ mod tests {
         assert!(err.rule.contains("@hourly"), "{err}");
         let err = Cron::parse("x 0 * * *", "UTC").unwrap_err();
         assert!(err.rule.starts_with("minute field 'x'"), "{err}");
+        let err = Cron::parse("0 0 30 2 *", "UTC").unwrap_err();
+        assert!(err.rule.contains("never matches"), "{err}");
         let err = Cron::parse("0 0 * * *", "Mars/Olympus").unwrap_err();
         assert_eq!(err.field, "time_zone");
     }

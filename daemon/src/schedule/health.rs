@@ -62,13 +62,14 @@ pub fn findings(facts: &Facts) -> Vec<Finding> {
             matches!(t.kind.as_str(), "passive" | "hot" | "critical") && t.celsius > 0.0
         }) {
             if c >= trip.celsius - HOT_MARGIN_C {
+                let severity = if c >= trip.celsius {
+                    Severity::Critical
+                } else {
+                    Severity::Warning
+                };
                 out.push(Finding {
-                    key: format!("hot:{}", zone.zone),
-                    severity: if c >= trip.celsius {
-                        Severity::Critical
-                    } else {
-                        Severity::Warning
-                    },
+                    key: format!("hot:{}:{}", zone.zone, severity.as_str()),
+                    severity,
                     message: format!(
                         "{} ({}) is at {c:.1} °C; its {} trip point is {:.1} °C",
                         zone.zone,
@@ -87,13 +88,14 @@ pub fn findings(facts: &Facts) -> Vec<Finding> {
         }
         let ratio = fs.used_bytes as f64 / fs.total_bytes as f64;
         if ratio >= FULL_WARNING {
+            let severity = if ratio >= FULL_CRITICAL {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            };
             out.push(Finding {
-                key: format!("full:{}", fs.mountpoint),
-                severity: if ratio >= FULL_CRITICAL {
-                    Severity::Critical
-                } else {
-                    Severity::Warning
-                },
+                key: format!("full:{}:{}", fs.mountpoint, severity.as_str()),
+                severity,
                 message: format!("{} is {:.0} % full", fs.mountpoint, ratio * 100.0),
             });
         }
@@ -128,7 +130,8 @@ pub fn findings(facts: &Facts) -> Vec<Finding> {
                 && *now > was
             {
                 out.push(Finding {
-                    key: format!("smart-grew:{}:{counter}", disk.key),
+                    // The value is in the key: growing again is news again.
+                    key: format!("smart-grew:{}:{counter}:{now}", disk.key),
                     severity: Severity::Warning,
                     message: format!("{}: {counter} grew from {was} to {now}", disk.name),
                 });
@@ -152,13 +155,16 @@ pub fn findings(facts: &Facts) -> Vec<Finding> {
     out
 }
 
-/// The SMART counters to compare with next time, per disk key.
+/// The SMART counters to compare with next time, per disk key. A disk
+/// not read this time (asleep, unplugged) keeps its earlier counters.
 pub fn counters(facts: &Facts) -> BTreeMap<String, BTreeMap<String, u64>> {
-    facts
-        .disks
-        .iter()
-        .filter_map(|d| Some((d.key.clone(), d.smart.as_ref()?.counters.clone())))
-        .collect()
+    let mut counters = facts.counters_before.clone();
+    for disk in &facts.disks {
+        if let Some(smart) = disk.smart.as_ref().filter(|s| !s.counters.is_empty()) {
+            counters.insert(disk.key.clone(), smart.counters.clone());
+        }
+    }
+    counters
 }
 
 #[cfg(test)]
@@ -219,11 +225,11 @@ mod tests {
         assert_eq!(
             keys,
             [
-                ("hot:thermal_zone0", Severity::Warning),
-                ("full:/srv/data", Severity::Warning),
+                ("hot:thermal_zone0:warning", Severity::Warning),
+                ("full:/srv/data:warning", Severity::Warning),
                 ("usb2:WD-123", Severity::Warning),
                 ("smart-failed:WD-123", Severity::Critical),
-                ("smart-grew:WD-123:pending_sectors", Severity::Warning),
+                ("smart-grew:WD-123:pending_sectors:3", Severity::Warning),
                 (
                     "drift:policy0 governor ondemand -> powersave",
                     Severity::Warning
@@ -233,6 +239,15 @@ mod tests {
         );
         assert!(found[4].message.contains("grew from 1 to 3"));
         assert_eq!(counters(&facts)["WD-123"]["pending_sectors"], 3);
+        // Asleep this time: the earlier counters are kept for next time.
+        let asleep = Facts {
+            disks: vec![DiskHealth {
+                smart: Some(SmartReport::unsupported("standby")),
+                ..disk(0, true)
+            }],
+            ..facts.clone()
+        };
+        assert_eq!(counters(&asleep)["WD-123"]["pending_sectors"], 1);
         // Counters seen for the first time are the baseline, not a finding.
         let first = Facts {
             counters_before: BTreeMap::new(),

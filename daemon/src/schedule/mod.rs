@@ -32,18 +32,24 @@ use crate::store::{JobRunRow, Severity, Store, StoreError};
 use crate::tuning::Tuner;
 use crate::validate::Invalid;
 use cron::Cron;
-use model::{Job, JobRun, JobStatus, Schedule, ScheduleRequest, SmartTest, WhenAsleep, WhenBusy};
+use model::{Job, JobRun, JobStatus, Schedule, ScheduleRequest, SmartTest, WhenAsleep};
 use plan::{Gate, Timetable};
 
 /// A heavy job that must wait re-checks the board this often.
 const RECHECK: Duration = Duration::from_secs(60);
-/// A running SMART self-test is polled this often.
+/// A running SMART self-test is polled this often (after the drive's own
+/// estimate of its duration has passed).
 const SMART_POLL: Duration = Duration::from_secs(60);
+/// Polls in a row without a readable report before a self-test is given up.
+const SMART_UNREADABLE_POLLS: u32 = 30;
 /// Runs of the same job a result is compared with (their median).
 const BASELINE_RUNS: u32 = 5;
 /// VACUUM when at least this share of the database file is free pages.
 const VACUUM_FREE_SHARE: f64 = 0.25;
 const VACUUM_MIN_BYTES: u64 = 4 << 20;
+/// The loop wakes at least this often: to see schedules the command line
+/// changed in the store, and to notice a clock that was set.
+const TICK: Duration = Duration::from_secs(60);
 const SEEDED_KEY: &str = "schedules_seeded";
 
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +62,7 @@ pub enum ScheduleError {
     NotFound(i64),
     #[error("no job run #{0}")]
     JobNotFound(i64),
-    #[error("job run #{0} is not queued or running")]
+    #[error("job run #{0} is not queued or running in this process")]
     NotRunning(i64),
     #[error("stored {what} #{id} is unreadable: {message}")]
     Corrupt {
@@ -96,6 +102,10 @@ impl Outcome {
     fn skipped(message: impl Into<String>) -> Self {
         Outcome::new(JobStatus::Skipped, message, Value::Null)
     }
+
+    fn failed(message: impl Into<String>) -> Self {
+        Outcome::new(JobStatus::Failed, message, Value::Null)
+    }
 }
 
 /// What must be stopped when a job is cancelled or times out, besides
@@ -115,16 +125,31 @@ pub struct Deps {
     pub tuner: Arc<Tuner>,
 }
 
+/// The thresholds the configuration sets.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub regression_percent: u8,
+    pub busy_load_per_cpu: f64,
+}
+
+/// A queued or running job's cancel switch, and its schedule.
+struct Running {
+    schedule_id: i64,
+    switch: watch::Sender<bool>,
+}
+
 pub struct Scheduler {
     deps: Deps,
     zone: TimeZone,
     zone_name: String,
-    regression_percent: u8,
+    limits: Limits,
     /// Heavy jobs run one at a time, in the order they were queued.
     heavy: tokio::sync::Mutex<()>,
-    /// Cancel switches of queued and running jobs.
-    running: Mutex<HashMap<i64, watch::Sender<bool>>>,
+    running: Mutex<HashMap<i64, Running>>,
     table: Mutex<Timetable>,
+    /// The stored documents the timetable was built from, by id: a change
+    /// made from the command line shows up as a difference.
+    known: Mutex<HashMap<i64, String>>,
     changed: tokio::sync::Notify,
 }
 
@@ -160,20 +185,41 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     }
 }
 
+/// What tells one self-test log entry from the next: how many entries the
+/// log has, and the newest one's power-on hour and text.
+fn self_test_mark(
+    report: &crate::disks::smart::SmartReport,
+) -> (Option<u64>, Option<u64>, Option<String>) {
+    (
+        report.self_test_log_entries,
+        report.last_self_test_hours,
+        report.last_self_test.clone(),
+    )
+}
+
 impl Scheduler {
     /// Schedules run in the system's time zone (jiff reads TZ, then
     /// /etc/localtime).
-    pub fn new(deps: Deps, regression_percent: u8) -> Self {
+    pub fn new(deps: Deps, limits: Limits) -> Self {
         let zone = TimeZone::system();
-        let zone_name = zone.iana_name().unwrap_or("UTC").to_owned();
+        let zone_name = match zone.iana_name() {
+            Some(name) => name.to_owned(),
+            None => {
+                tracing::warn!(
+                    "the local time zone has no IANA name (is /etc/localtime a copy rather than a link?); schedules run in UTC"
+                );
+                "UTC".to_owned()
+            }
+        };
         Scheduler {
             deps,
             zone,
             zone_name,
-            regression_percent,
+            limits,
             heavy: tokio::sync::Mutex::new(()),
             running: Mutex::default(),
             table: Mutex::default(),
+            known: Mutex::default(),
             changed: tokio::sync::Notify::new(),
         }
     }
@@ -214,28 +260,41 @@ impl Scheduler {
         }
     }
 
-    fn stored(&self) -> Result<Vec<(Schedule, Option<i64>)>, ScheduleError> {
-        self.deps
+    fn parse_schedule(id: i64, doc: &str) -> Result<Schedule, ScheduleError> {
+        let mut schedule: Schedule =
+            serde_json::from_str(doc).map_err(|e| ScheduleError::Corrupt {
+                what: "schedule",
+                id,
+                message: e.to_string(),
+            })?;
+        // The row's id is the schedule's, whatever the document says.
+        schedule.id = id;
+        Ok(schedule)
+    }
+
+    /// Every readable schedule with its document and last run; one that
+    /// cannot be read is skipped (and logged), not the end of scheduling.
+    fn stored(&self) -> Result<Vec<(Schedule, String, Option<i64>)>, ScheduleError> {
+        Ok(self
+            .deps
             .store
             .schedules()?
             .into_iter()
-            .map(|(id, doc, last)| {
-                let schedule: Schedule =
-                    serde_json::from_str(&doc).map_err(|e| ScheduleError::Corrupt {
-                        what: "schedule",
-                        id,
-                        message: e.to_string(),
-                    })?;
-                Ok((schedule, last))
+            .filter_map(|(id, doc, last)| match Self::parse_schedule(id, &doc) {
+                Ok(schedule) => Some((schedule, doc, last)),
+                Err(err) => {
+                    tracing::warn!("{err}");
+                    None
+                }
             })
-            .collect()
+            .collect())
     }
 
     pub fn list(&self) -> Result<Vec<ScheduleView>, ScheduleError> {
         Ok(self
             .stored()?
             .into_iter()
-            .map(|(s, last)| self.view(s, last))
+            .map(|(s, _, last)| self.view(s, last))
             .collect())
     }
 
@@ -245,45 +304,25 @@ impl Scheduler {
             .store
             .schedule(id)?
             .ok_or(ScheduleError::NotFound(id))?;
-        let schedule: Schedule =
-            serde_json::from_str(&doc).map_err(|e| ScheduleError::Corrupt {
-                what: "schedule",
-                id,
-                message: e.to_string(),
-            })?;
-        Ok(self.view(schedule, last))
-    }
-
-    /// Checks a request completely before anything is stored.
-    fn checked(
-        &self,
-        request: ScheduleRequest,
-        id: i64,
-        created_at: i64,
-    ) -> Result<(Schedule, Cron), ScheduleError> {
-        let cron = self.cron(&request.cron)?;
-        let schedule = request.into_schedule(id, created_at)?;
-        Ok((schedule, cron))
+        Ok(self.view(Self::parse_schedule(id, &doc)?, last))
     }
 
     pub fn add(&self, request: ScheduleRequest) -> Result<ScheduleView, ScheduleError> {
         let now = unix_now();
-        let (mut schedule, cron) = self.checked(request, 0, now)?;
-        let store = &self.deps.store;
-        schedule.id = store.add_schedule(&to_json(&schedule))?;
-        store.put_schedule(schedule.id, &to_json(&schedule))?;
-        locked(&self.table).set(&schedule, cron, Timestamp::now());
+        self.cron(&request.cron)?;
+        let mut schedule = request.into_schedule(0, now, now)?;
+        schedule.id = self.deps.store.add_schedule(&to_json(&schedule))?;
         self.changed.notify_one();
         Ok(self.view(schedule, None))
     }
 
     pub fn update(&self, id: i64, request: ScheduleRequest) -> Result<ScheduleView, ScheduleError> {
         let current = self.get(id)?;
-        let (schedule, cron) = self.checked(request, id, current.schedule.created_at)?;
+        self.cron(&request.cron)?;
+        let schedule = request.into_schedule(id, current.schedule.created_at, unix_now())?;
         if !self.deps.store.put_schedule(id, &to_json(&schedule))? {
             return Err(ScheduleError::NotFound(id));
         }
-        locked(&self.table).set(&schedule, cron, Timestamp::now());
         self.changed.notify_one();
         self.get(id)
     }
@@ -292,14 +331,15 @@ impl Scheduler {
         if !self.deps.store.remove_schedule(id)? {
             return Err(ScheduleError::NotFound(id));
         }
-        locked(&self.table).remove(id);
         self.changed.notify_one();
         Ok(())
     }
 
     /// A fresh install's schedules, once: a weekly SMART short test and a
     /// monthly long one of every disk, a nightly health check, a weekly
-    /// quick benchmark of every data disk, weekly store upkeep.
+    /// quick benchmark of every data disk, weekly store upkeep. The short
+    /// test's Sunday and the benchmark's Saturday may meet the long test
+    /// of the 1st: those jobs skip a disk whose self-test is running.
     pub fn seed_defaults(&self) -> Result<(), ScheduleError> {
         if self.deps.store.setting(SEEDED_KEY)?.is_some() {
             return Ok(());
@@ -347,39 +387,96 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Runs the schedules until the process ends: marks what a stop
-    /// interrupted, catches up missed runs once, then fires each schedule
-    /// at its time.
-    pub async fn run(self: Arc<Self>) {
+    /// Before the API serves: marks what a stop interrupted and builds the
+    /// timetable. Returns the missed runs to catch up.
+    pub fn start(&self) -> Vec<plan::CatchUp> {
         if let Err(err) = self.mark_interrupted() {
             tracing::error!("job history: {err}");
         }
+        self.rebuild(Timestamp::now())
+    }
+
+    /// The timetable from the stored schedules, as at start.
+    fn rebuild(&self, now: Timestamp) -> Vec<plan::CatchUp> {
         let schedules = match self.stored() {
             Ok(s) => s,
             Err(err) => {
                 tracing::error!("schedules not loaded: {err}");
-                return;
+                return Vec::new();
             }
         };
-        let with_cron: Vec<(Schedule, Cron, Option<i64>)> = schedules
-            .into_iter()
-            .filter_map(|(s, last)| {
-                let cron = self.cron(&s.cron).ok()?;
-                Some((s, cron, last))
-            })
-            .collect();
-        let (table, catch_up) = Timetable::at_start(&with_cron, Timestamp::now());
-        *locked(&self.table) = table;
-        for missed in catch_up {
-            tracing::info!(
-                "schedule #{} missed its run at {}; running it once now",
-                missed.schedule_id,
-                missed.missed_at
-            );
-            let _ = self.fire(missed.schedule_id);
+        let mut known = HashMap::new();
+        let mut with_cron = Vec::new();
+        for (schedule, doc, last) in schedules {
+            known.insert(schedule.id, doc);
+            match self.cron(&schedule.cron) {
+                Ok(cron) => with_cron.push((schedule, cron, last)),
+                Err(err) => tracing::warn!("schedule #{}: {err}", schedule.id),
+            }
         }
+        let (table, catch_up) = Timetable::at_start(&with_cron, now);
+        *locked(&self.table) = table;
+        *locked(&self.known) = known;
+        catch_up
+    }
+
+    /// Brings the timetable in line with the store: schedules added,
+    /// edited or removed by the API or the command line.
+    fn refresh(&self, now: Timestamp) {
+        let Ok(schedules) = self.stored() else { return };
+        let mut known = locked(&self.known);
+        let mut table = locked(&self.table);
+        let ids: Vec<i64> = schedules.iter().map(|(s, _, _)| s.id).collect();
+        for (schedule, doc, _) in schedules {
+            if known.get(&schedule.id) == Some(&doc) {
+                continue;
+            }
+            match self.cron(&schedule.cron) {
+                Ok(cron) => table.set(&schedule, cron, now),
+                Err(_) => table.remove(schedule.id),
+            }
+            known.insert(schedule.id, doc);
+        }
+        known.retain(|id, _| {
+            let keep = ids.contains(id);
+            if !keep {
+                table.remove(*id);
+            }
+            keep
+        });
+    }
+
+    /// Fires each schedule at its time until the process ends. A clock
+    /// that was set is handled as a start: catch-up where asked, no burst.
+    pub async fn run(self: Arc<Self>, catch_up: Vec<plan::CatchUp>) {
+        let catch_up_now = |missed: Vec<plan::CatchUp>| {
+            for m in missed {
+                tracing::info!(
+                    "schedule #{} missed its run at {}; running it once now",
+                    m.schedule_id,
+                    m.missed_at
+                );
+                if let Err(err) = self.fire(m.schedule_id) {
+                    tracing::error!("schedule #{}: {err}", m.schedule_id);
+                }
+            }
+        };
+        catch_up_now(catch_up);
+        let mut last = (std::time::Instant::now(), Timestamp::now());
         loop {
-            let due = locked(&self.table).due(Timestamp::now());
+            let now = Timestamp::now();
+            let slept = last.0.elapsed();
+            if plan::clock_stepped(slept, now.duration_since(last.1)) {
+                tracing::warn!(
+                    "the clock was set ({} -> {now}); schedules start over",
+                    last.1
+                );
+                catch_up_now(self.rebuild(now));
+            } else {
+                self.refresh(now);
+            }
+            last = (std::time::Instant::now(), now);
+            let due = locked(&self.table).due(now);
             for id in due {
                 if let Err(err) = self.fire(id) {
                     tracing::error!("schedule #{id}: {err}");
@@ -389,8 +486,8 @@ impl Scheduler {
                 .next_due()
                 .map(|next| next.duration_since(Timestamp::now()))
                 .and_then(|span| Duration::try_from(span).ok())
-                .unwrap_or(Duration::from_secs(60))
-                .min(Duration::from_secs(60));
+                .unwrap_or(TICK)
+                .min(TICK);
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = self.changed.notified() => {}
@@ -417,79 +514,81 @@ impl Scheduler {
         Ok(self.fire(id)?.into_iter().map(|(id, _)| id).collect())
     }
 
-    /// Queues the runs of a schedule (one per disk for `all`) and starts
-    /// them; the handles end when the runs do.
+    /// Queues the run of a schedule and starts it (for `all`, one run that
+    /// runs one per disk); the handles end when the runs do. A schedule
+    /// whose previous run is still queued or running records a skip.
     pub fn fire(
         self: &Arc<Self>,
         id: i64,
     ) -> Result<Vec<(i64, tokio::task::JoinHandle<()>)>, ScheduleError> {
-        let view = self.get(id)?;
-        let schedule = view.schedule;
+        let schedule = self.get(id)?.schedule;
         self.deps.store.set_schedule_ran(id, unix_now())?;
-        let me = self.clone();
-        let jobs = match schedule.job.disk() {
-            Some("all") => None,
-            _ => Some(vec![schedule.job.clone()]),
-        };
-        let mut started = Vec::new();
-        match jobs {
-            Some(jobs) => {
-                for job in jobs {
-                    started.push(me.queue(Some(&schedule), job)?);
-                }
-            }
-            None => {
-                // Expanded when the disks are known: queued as one run that
-                // becomes one per disk.
-                let run_id = self.record_new(Some(&schedule), &schedule.job)?;
-                let me = self.clone();
-                let schedule = schedule.clone();
-                let (tx, rx) = watch::channel(false);
-                locked(&self.running).insert(run_id, tx);
-                let handle = tokio::spawn(async move {
-                    me.expand_all(run_id, schedule, rx).await;
-                });
-                started.push((run_id, handle));
-            }
+        let busy = locked(&self.running)
+            .iter()
+            .find(|(_, r)| r.schedule_id == id)
+            .map(|(job, _)| *job);
+        if let Some(previous) = busy {
+            let run = self.record_new(&schedule, &schedule.job)?;
+            self.finish(
+                run,
+                Outcome::skipped(format!("its previous run #{previous} is still going")),
+                None,
+            );
+            return Ok(Vec::new());
         }
-        Ok(started)
-    }
-
-    fn queue(
-        self: &Arc<Self>,
-        schedule: Option<&Schedule>,
-        job: Job,
-    ) -> Result<(i64, tokio::task::JoinHandle<()>), ScheduleError> {
-        let run_id = self.record_new(schedule, &job)?;
-        let (tx, rx) = watch::channel(false);
-        locked(&self.running).insert(run_id, tx);
+        let all = schedule.job.disk() == Some("all");
+        let (run_id, mut cancel) = self.enqueue(&schedule, &schedule.job)?;
         let me = self.clone();
-        let schedule = schedule.cloned();
         let handle = tokio::spawn(async move {
-            me.execute(run_id, schedule, job, rx).await;
+            if all {
+                me.expand_all(run_id, schedule, cancel).await;
+            } else {
+                let job = schedule.job.clone();
+                me.execute(run_id, schedule, job, &mut cancel).await;
+            }
         });
-        Ok((run_id, handle))
+        Ok(vec![(run_id, handle)])
     }
 
-    /// `all`: one run per disk that can take the job; this run records how
-    /// it was expanded, or why there was nothing to do.
+    /// Records a queued run and arms its cancel switch.
+    fn enqueue(
+        &self,
+        schedule: &Schedule,
+        job: &Job,
+    ) -> Result<(i64, watch::Receiver<bool>), ScheduleError> {
+        let run_id = self.record_new(schedule, job)?;
+        let (switch, cancel) = watch::channel(false);
+        locked(&self.running).insert(
+            run_id,
+            Running {
+                schedule_id: schedule.id,
+                switch,
+            },
+        );
+        Ok((run_id, cancel))
+    }
+
+    /// `all`: one run per disk that can take the job, one after another
+    /// (heavy jobs queue anyway). This run stays running until they end,
+    /// cancelling it cancels them, and it records how they went.
     async fn expand_all(
         self: Arc<Self>,
         run_id: i64,
         schedule: Schedule,
-        _cancel: watch::Receiver<bool>,
+        cancel: watch::Receiver<bool>,
     ) {
+        let started = std::time::Instant::now();
+        self.update_run(run_id, |run| {
+            run.status = JobStatus::Running;
+            run.started_at = Some(unix_now());
+        });
         let list = match self.deps.disks.list().await {
             Ok(list) => list,
             Err(err) => {
                 self.finish(
                     run_id,
-                    Outcome::new(
-                        JobStatus::Failed,
-                        format!("cannot list disks: {err}"),
-                        Value::Null,
-                    ),
-                    None,
+                    Outcome::failed(format!("cannot list disks: {err}")),
+                    Some(started),
                 );
                 return;
             }
@@ -509,39 +608,52 @@ impl Scheduler {
                 Job::SmartTest { .. } => "no disk here has SMART",
                 _ => "no data disk is mounted",
             };
-            self.finish(run_id, Outcome::skipped(why), None);
+            self.finish(run_id, Outcome::skipped(why), Some(started));
             return;
         }
-        let mut handles = Vec::new();
-        let mut ids = Vec::new();
+        let mut children = Vec::new();
+        let mut cancelled_all = false;
         for name in &names {
-            match self.queue(Some(&schedule), schedule.job.for_disk(name)) {
-                Ok((id, handle)) => {
-                    ids.push(id);
-                    handles.push(handle);
-                }
-                Err(err) => tracing::error!("schedule #{}: {err}", schedule.id),
+            if *cancel.borrow() {
+                cancelled_all = true;
+                break;
             }
+            let job = schedule.job.for_disk(name);
+            let record = self.record_new(&schedule, &job);
+            let Ok(child) = record else { continue };
+            children.push(child);
+            self.update_run(run_id, |run| {
+                run.message = format!("running one job per disk: {}", names.join(", "));
+                run.output = json!({ "runs": children });
+            });
+            // The child shares this run's cancel switch.
+            let mut child_cancel = cancel.clone();
+            self.clone()
+                .execute(child, schedule.clone(), job, &mut child_cancel)
+                .await;
         }
+        let statuses: Vec<String> = children
+            .iter()
+            .filter_map(|id| self.job(*id).ok())
+            .map(|r| format!("{} {}", r.job.disk().unwrap_or("?"), r.status.as_str()))
+            .collect();
+        let status = if cancelled_all || *cancel.borrow() {
+            JobStatus::Cancelled
+        } else {
+            JobStatus::Ok
+        };
         self.finish(
             run_id,
-            Outcome::new(
-                JobStatus::Ok,
-                format!("queued one run per disk: {}", names.join(", ")),
-                json!({"runs": ids}),
-            ),
-            None,
+            Outcome::new(status, statuses.join(", "), json!({ "runs": children })),
+            Some(started),
         );
-        for handle in handles {
-            let _ = handle.await;
-        }
     }
 
-    fn record_new(&self, schedule: Option<&Schedule>, job: &Job) -> Result<i64, ScheduleError> {
+    fn record_new(&self, schedule: &Schedule, job: &Job) -> Result<i64, ScheduleError> {
         let run = JobRun {
             id: 0,
-            schedule_id: schedule.map(|s| s.id),
-            schedule_name: schedule.map(|s| s.name.clone()),
+            schedule_id: Some(schedule.id),
+            schedule_name: Some(schedule.name.clone()),
             job: job.clone(),
             status: JobStatus::Queued,
             queued_at: unix_now(),
@@ -582,7 +694,9 @@ impl Scheduler {
         self.update_run(id, |run| {
             run.status = outcome.status;
             run.message = outcome.message.clone();
-            run.output = outcome.output.clone();
+            if !outcome.output.is_null() || run.output.is_null() {
+                run.output = outcome.output.clone();
+            }
             run.finished_at = Some(unix_now());
             run.duration_secs = started.map(|t| t.elapsed().as_secs_f64());
             if matches!(outcome.status, JobStatus::Failed | JobStatus::Timeout) {
@@ -616,24 +730,16 @@ impl Scheduler {
     async fn execute(
         self: Arc<Self>,
         id: i64,
-        schedule: Option<Schedule>,
+        schedule: Schedule,
         job: Job,
-        mut cancel: watch::Receiver<bool>,
+        cancel: &mut watch::Receiver<bool>,
     ) {
-        let timeout = Duration::from_secs(
-            schedule
-                .as_ref()
-                .map_or_else(|| job.default_timeout_secs(), |s| s.timeout_secs),
-        );
-        let when_busy = schedule.as_ref().map_or(WhenBusy::Wait, |s| s.when_busy);
-        let when_asleep = schedule
-            .as_ref()
-            .map_or(WhenAsleep::Skip, |s| s.when_asleep);
+        let timeout = Duration::from_secs(schedule.timeout_secs);
         let mut turn = None;
         if job.heavy() {
             tokio::select! {
                 guard = self.heavy.lock() => turn = Some(guard),
-                _ = cancelled(&mut cancel) => {
+                _ = cancelled(cancel) => {
                     self.finish(id, Outcome::new(JobStatus::Cancelled, "cancelled while queued", Value::Null), None);
                     return;
                 }
@@ -647,8 +753,7 @@ impl Scheduler {
         });
         let mut waited = Duration::ZERO;
         loop {
-            let why = self.unfavourable();
-            match plan::gate(&job, when_busy, why, waited) {
+            match plan::gate(&job, schedule.when_busy, self.unfavourable(), waited) {
                 Gate::Go => break,
                 Gate::Skip(why) => {
                     self.finish(id, Outcome::skipped(why), Some(started));
@@ -658,7 +763,7 @@ impl Scheduler {
                     self.update_run(id, |run| run.message = format!("waiting: {why}"));
                     tokio::select! {
                         _ = tokio::time::sleep(RECHECK) => waited += RECHECK,
-                        _ = cancelled(&mut cancel) => {
+                        _ = cancelled(cancel) => {
                             self.finish(id, Outcome::new(JobStatus::Cancelled, "cancelled while waiting", Value::Null), Some(started));
                             return;
                         }
@@ -666,14 +771,14 @@ impl Scheduler {
                 }
             }
         }
-        let cleanup: Arc<Mutex<Option<Cleanup>>> = Arc::default();
+        let cleanup: Mutex<Option<Cleanup>> = Mutex::new(None);
         let outcome = tokio::select! {
-            outcome = self.run_job(id, &job, when_asleep, &mut turn, &cleanup) => outcome,
+            outcome = self.run_job(id, &job, schedule.when_asleep, &mut turn, &cleanup) => outcome,
             _ = tokio::time::sleep(timeout) => {
                 self.stop(&cleanup).await;
                 Outcome::new(JobStatus::Timeout, format!("did not finish within {} s; stopped", timeout.as_secs()), Value::Null)
             }
-            _ = cancelled(&mut cancel) => {
+            _ = cancelled(cancel) => {
                 self.stop(&cleanup).await;
                 Outcome::new(JobStatus::Cancelled, "cancelled", Value::Null)
             }
@@ -717,8 +822,13 @@ impl Scheduler {
             .flatten()
             .and_then(|t| inventory::parse::loadavg(&t))
             .map(|l| l.one);
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        plan::unfavourable(&zones, load, cpus)
+        // The board's CPUs (as its cpufreq policies list them).
+        let cpus = inventory::clusters(host)
+            .map(|c| c.iter().map(|c| c.cpus.len()).sum::<usize>())
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        plan::unfavourable(&zones, load, cpus, self.limits.busy_load_per_cpu)
     }
 
     async fn run_job(
@@ -744,25 +854,31 @@ impl Scheduler {
         }
     }
 
-    /// The disk, or why the job cannot run on it now.
+    /// The disk, or why the job cannot run on it now: absent, spun down
+    /// (unless the schedule wakes it), or busy with its own self-test.
     async fn ready_disk(&self, name: &str, when_asleep: WhenAsleep) -> Result<Disk, Outcome> {
-        let list = self.deps.disks.list().await.map_err(|e| {
-            Outcome::new(
-                JobStatus::Failed,
-                format!("cannot list disks: {e}"),
-                Value::Null,
-            )
-        })?;
+        let list = self
+            .deps
+            .disks
+            .list()
+            .await
+            .map_err(|e| Outcome::failed(format!("cannot list disks: {e}")))?;
         let disk = find_disk(&list.disks, name)
             .cloned()
             .ok_or_else(|| Outcome::skipped(format!("disk {name} is not present")))?;
-        if when_asleep == WhenAsleep::Skip
+        if device_type(disk.transport).is_some()
             && let Ok(report) = self.deps.disks.smart(&disk.volume.name).await
-            && report.state == SmartState::Standby
         {
-            return Err(Outcome::skipped(format!(
-                "disk {name} is spun down; this schedule does not wake it"
-            )));
+            if report.state == SmartState::Standby && when_asleep == WhenAsleep::Skip {
+                return Err(Outcome::skipped(format!(
+                    "disk {name} is spun down; this schedule does not wake it"
+                )));
+            }
+            if let Some(left) = report.self_test_remaining_percent {
+                return Err(Outcome::skipped(format!(
+                    "disk {name} is running its own self-test ({left} % left)"
+                )));
+            }
         }
         Ok(disk)
     }
@@ -778,6 +894,11 @@ impl Scheduler {
             Ok(d) => d,
             Err(outcome) => return outcome,
         };
+        if disk.system {
+            return Outcome::skipped(format!(
+                "disk {name} holds the running system; benchmarks run on data disks"
+            ));
+        }
         let Some(target) = data_mountpoint(&disk) else {
             return Outcome::skipped(format!(
                 "disk {name} is not mounted: there is nowhere to benchmark"
@@ -791,15 +912,11 @@ impl Scheduler {
         };
         let started = match self.deps.disk_bench.start(&request).await {
             Ok(s) => s,
-            Err(err) => return Outcome::new(JobStatus::Failed, err.to_string(), Value::Null),
+            Err(err) => return Outcome::failed(err.to_string()),
         };
         *locked(cleanup) = Some(Cleanup::DiskRun(started.id));
         let Ok(run) = started.done.await else {
-            return Outcome::new(
-                JobStatus::Failed,
-                "the benchmark ended without a result",
-                Value::Null,
-            );
+            return Outcome::failed("the benchmark ended without a result");
         };
         locked(cleanup).take();
         let regression = run.baseline.as_ref().is_some_and(|b| b.regression);
@@ -839,18 +956,20 @@ impl Scheduler {
 
     async fn net_benchmark(&self, id: i64, job: &Job) -> Outcome {
         let Some(options) = job.net_options() else {
-            return Outcome::new(JobStatus::Failed, "not a network job", Value::Null);
+            return Outcome::failed("not a network job");
         };
         let run = match self.deps.net.run_client(&options).await {
             Ok(run) => run,
-            Err(err) => return Outcome::new(JobStatus::Failed, err.to_string(), Value::Null),
+            Err(err) => return Outcome::failed(err.to_string()),
         };
         let flow = if options.reverse {
             run.server_to_client.as_ref()
         } else {
             run.client_to_server.as_ref()
         };
-        let bps = flow.map_or(0.0, |f| f.bits_per_second);
+        let Some(bps) = flow.map(|f| f.bits_per_second).filter(|b| *b > 0.0) else {
+            return Outcome::failed(format!("no data flowed in network test #{}", run.id));
+        };
         let previous: Vec<f64> = self
             .deps
             .store
@@ -871,7 +990,7 @@ impl Scheduler {
         if let Some(base) = baseline.filter(|b| *b > 0.0) {
             let ratio = bps / base;
             output["ratio"] = json!(ratio);
-            if ratio < 1.0 - f64::from(self.regression_percent) / 100.0 {
+            if ratio < 1.0 - f64::from(self.limits.regression_percent) / 100.0 {
                 let message = format!(
                     "network benchmark #{id} ({}): {text} is {:.0} % below the median {:.1} Mbit/s of the last {runs} runs",
                     job.target(),
@@ -885,6 +1004,10 @@ impl Scheduler {
         Outcome::new(JobStatus::Ok, text, output)
     }
 
+    /// Starts the drive's self-test and waits for its entry in the log: the
+    /// drive's own estimate first, then a poll a minute. A report that
+    /// cannot be read (asleep, a bridge hiccup) is polled again, up to a
+    /// limit; an old entry is never taken for this test's result.
     async fn smart_test(
         &self,
         name: &str,
@@ -901,24 +1024,47 @@ impl Scheduler {
             return Outcome::skipped(format!("disk {name} has no SMART"));
         }
         let kernel_name = disk.volume.name.clone();
+        let before = match self.deps.disks.smart(&kernel_name).await {
+            Ok(report) => report,
+            Err(err) => return Outcome::failed(err.to_string()),
+        };
         if let Err(err) = self
             .deps
             .disks
             .start_self_test(&kernel_name, test == SmartTest::Long)
             .await
         {
-            return Outcome::new(JobStatus::Failed, err.to_string(), Value::Null);
+            return Outcome::failed(err.to_string());
         }
         *locked(cleanup) = Some(Cleanup::SelfTest(kernel_name.clone()));
-        // The drive tests itself from here: other heavy jobs may go.
+        // The drive tests itself from here: other heavy jobs may go (those
+        // on this disk skip it while its test runs).
         turn.take();
+        let estimate = match test {
+            SmartTest::Short => before.short_test_minutes,
+            SmartTest::Long => before.long_test_minutes,
+        };
+        let mut wait = estimate.map_or(SMART_POLL, |m| Duration::from_secs(m * 60));
+        let mut unreadable = 0;
         loop {
-            tokio::time::sleep(SMART_POLL).await;
+            tokio::time::sleep(wait).await;
+            wait = SMART_POLL;
             let report = match self.deps.disks.smart(&kernel_name).await {
-                Ok(r) => r,
-                Err(err) => return Outcome::new(JobStatus::Failed, err.to_string(), Value::Null),
+                Ok(r) if r.state == SmartState::Read => r,
+                _ => {
+                    unreadable += 1;
+                    if unreadable >= SMART_UNREADABLE_POLLS {
+                        return Outcome::failed(format!(
+                            "the SMART report of {name} could not be read {unreadable} times in a row"
+                        ));
+                    }
+                    continue;
+                }
             };
-            if report.self_test_remaining_percent.is_some() {
+            unreadable = 0;
+            if report.self_test_remaining_percent.is_some()
+                || self_test_mark(&report) == self_test_mark(&before)
+            {
                 continue;
             }
             locked(cleanup).take();
@@ -950,13 +1096,7 @@ impl Scheduler {
         let deps = &self.deps;
         let list = match deps.disks.list().await {
             Ok(list) => list,
-            Err(err) => {
-                return Outcome::new(
-                    JobStatus::Failed,
-                    format!("cannot list disks: {err}"),
-                    Value::Null,
-                );
-            }
+            Err(err) => return Outcome::failed(format!("cannot list disks: {err}")),
         };
         let previous: Option<JobRun> = deps
             .store
@@ -1030,24 +1170,24 @@ impl Scheduler {
                 }
             }
         }
-        match deps.tuner.enforce().await {
-            Ok(changes) => {
-                facts.tuning_drift = changes
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{}: {} -> {}",
-                            c.knob,
-                            c.from.as_deref().unwrap_or("?"),
-                            c.to
-                        )
-                    })
-                    .collect();
-            }
-            Err(err) => tracing::debug!("health check: tuning not compared: {err}"),
+        // Drift the tuning loop put back since the last check (it raised
+        // its own events).
+        let since = previous
+            .as_ref()
+            .and_then(|r| r.started_at)
+            .unwrap_or(unix_now() - 86_400);
+        if let Ok(events) = deps.tuner.events() {
+            facts.tuning_drift = events
+                .into_iter()
+                .filter(|e| e.at >= since && e.message.starts_with("drift:"))
+                .map(|e| e.message)
+                .collect();
         }
         let findings = health::findings(&facts);
-        for finding in findings.iter().filter(|f| !seen_before.contains(&f.key)) {
+        let news = findings
+            .iter()
+            .filter(|f| !seen_before.contains(&f.key) && !f.key.starts_with("drift:"));
+        for finding in news {
             self.event(
                 finding.severity,
                 &format!("health check: {}", finding.message),
@@ -1096,8 +1236,8 @@ impl Scheduler {
                 };
                 Outcome::new(JobStatus::Ok, message, output)
             }
-            Ok(Err(err)) => Outcome::new(JobStatus::Failed, err.to_string(), Value::Null),
-            Err(err) => Outcome::new(JobStatus::Failed, err.to_string(), Value::Null),
+            Ok(Err(err)) => Outcome::failed(err.to_string()),
+            Err(err) => Outcome::failed(err.to_string()),
         }
     }
 
@@ -1132,14 +1272,13 @@ impl Scheduler {
 
     /// Cancels a queued or running job: its programs are killed, a disk
     /// benchmark stops and removes its files, a drive's self-test is
-    /// aborted.
+    /// aborted; for `all`, every disk's run.
     pub fn cancel(&self, id: i64) -> Result<(), ScheduleError> {
-        let switch = locked(&self.running).get(&id).cloned();
-        match switch {
-            Some(switch) => {
-                let _ = switch.send(true);
-                Ok(())
-            }
+        let sent = locked(&self.running)
+            .get(&id)
+            .map(|r| r.switch.send(true).is_ok());
+        match sent {
+            Some(_) => Ok(()),
             None => {
                 self.job(id)?;
                 Err(ScheduleError::NotRunning(id))

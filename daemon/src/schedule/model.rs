@@ -70,12 +70,10 @@ impl Job {
     }
 
     /// Heavy jobs load the disks, the network or the CPU: they run one at
-    /// a time, and wait (or skip) while the board is hot or busy.
+    /// a time, and wait (or skip) while the board is hot or busy. Upkeep is
+    /// one too: VACUUM rewrites the database file.
     pub fn heavy(&self) -> bool {
-        matches!(
-            self,
-            Job::DiskBenchmark { .. } | Job::NetBenchmark { .. } | Job::SmartTest { .. }
-        )
+        !matches!(self, Job::HealthCheck)
     }
 
     /// The disk a job names, if any (`all` included).
@@ -251,6 +249,9 @@ pub struct Schedule {
     pub when_busy: WhenBusy,
     pub timeout_secs: u64,
     pub created_at: i64,
+    /// When it was last added, edited or enabled: a run "missed" before
+    /// then was not missed by downtime and is not caught up.
+    pub changed_at: i64,
 }
 
 pub const TIMEOUT_RANGE_SECS: std::ops::RangeInclusive<u64> = 10..=7 * 86_400;
@@ -258,7 +259,7 @@ pub const TIMEOUT_RANGE_SECS: std::ops::RangeInclusive<u64> = 10..=7 * 86_400;
 impl ScheduleRequest {
     /// The schedule this request makes (the cron is checked by the caller,
     /// which knows the time zone).
-    pub fn into_schedule(self, id: i64, created_at: i64) -> Result<Schedule, Invalid> {
+    pub fn into_schedule(self, id: i64, created_at: i64, now: i64) -> Result<Schedule, Invalid> {
         let name = self.name.trim();
         let name_ok =
             !name.is_empty() && name.chars().count() <= 80 && !name.chars().any(char::is_control);
@@ -297,6 +298,7 @@ impl ScheduleRequest {
             when_busy: self.when_busy,
             timeout_secs,
             created_at,
+            changed_at: now,
         })
     }
 }
@@ -367,7 +369,7 @@ mod tests {
             "name": "weekly", "cron": "@weekly", "job": job
         }))
         .map_err(|e| Invalid::new("json", e.to_string()))?;
-        req.into_schedule(1, 0)
+        req.into_schedule(1, 0, 0)
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub struct Settings {
 pub fn redacted(settings: &Settings) -> Value {
     json!({
         "webhook": settings.webhook.as_ref().map(|w| json!({
-            "url": w.url,
+            "url": shown_url(&w.url),
             "topic": w.topic,
             "token_set": w.token.is_some(),
             "min_severity": w.min_severity,
@@ -180,6 +180,18 @@ impl Request {
                         "must be an http:// or https:// URL without spaces",
                     ));
                 }
+                let authority = w
+                    .url
+                    .split("://")
+                    .nth(1)
+                    .and_then(|rest| rest.split(['/', '?']).next())
+                    .unwrap_or("");
+                if authority.contains('@') {
+                    return Err(Invalid::new(
+                        "webhook.url",
+                        "must not carry a user or password: give a token in `token`",
+                    ));
+                }
                 if let Some(topic) = &w.topic {
                     let ok = !topic.is_empty()
                         && topic.len() <= 64
@@ -239,6 +251,12 @@ impl Request {
                 });
                 if port == 0 {
                     return Err(Invalid::new("email.port", "must be 1 to 65535"));
+                }
+                if e.security == Security::None && password.is_some() {
+                    return Err(Invalid::new(
+                        "email.security",
+                        "a password needs starttls or tls: `none` would send it in clear",
+                    ));
                 }
                 Some(Email {
                     host: e.host,
@@ -339,13 +357,41 @@ impl Message {
 pub enum SendError {
     #[error("webhook: {0}")]
     Webhook(String),
+    /// The server refused this message (4xx): sending it again would not
+    /// help, so it is passed over.
+    #[error("webhook: the server refused the message: {0}")]
+    Refused(String),
     #[error("e-mail: {0}")]
     Email(String),
 }
 
+/// A URL as it may be shown or logged: without a query, which can carry a
+/// token (Gotify's `?token=`, ntfy's `?auth=`).
+fn shown_url(url: &str) -> String {
+    match url.split_once('?') {
+        Some((base, _)) => format!("{base}?…"),
+        None => url.to_owned(),
+    }
+}
+
+/// Messages over this many bytes are cut (ntfy takes 4096 by default).
+const MAX_BODY: usize = 3500;
+
+fn truncated(text: &str) -> String {
+    if text.len() <= MAX_BODY {
+        return text.to_owned();
+    }
+    let mut cut = MAX_BODY;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}\n… ({} more bytes)", &text[..cut], text.len() - cut)
+}
+
 pub async fn send_webhook(hook: &Webhook, message: &Message) -> Result<(), SendError> {
     let hook = hook.clone();
-    let body = message.webhook_body(hook.topic.as_deref());
+    let mut body = message.webhook_body(hook.topic.as_deref());
+    body["message"] = json!(truncated(&message.body));
     tokio::task::spawn_blocking(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(SEND_TIMEOUT))
@@ -355,10 +401,15 @@ pub async fn send_webhook(hook: &Webhook, message: &Message) -> Result<(), SendE
         if let Some(token) = &hook.token {
             request = request.header("Authorization", &format!("Bearer {token}"));
         }
-        request
-            .send_json(&body)
-            .map(drop)
-            .map_err(|e| SendError::Webhook(e.to_string()))
+        request.send_json(&body).map(drop).map_err(|e| match e {
+            ureq::Error::StatusCode(code) if (400..500).contains(&code) => {
+                SendError::Refused(format!("HTTP {code} from {}", shown_url(&hook.url)))
+            }
+            // Error texts may quote the URL, whose query may hold a token.
+            other => {
+                SendError::Webhook(other.to_string().replace(&hook.url, &shown_url(&hook.url)))
+            }
+        })
     })
     .await
     .map_err(|e| SendError::Webhook(e.to_string()))?
@@ -413,11 +464,14 @@ pub enum NotifyError {
     Corrupt(String),
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct State {
+    /// The last event each channel has had.
     webhook: Option<i64>,
     email: Option<i64>,
-    digest_day: Option<String>,
+    /// The day each channel last had its digest.
+    webhook_digest: Option<String>,
+    email_digest: Option<String>,
 }
 
 /// Delivers events as they are logged, and the daily digest.
@@ -510,59 +564,96 @@ impl Notifier {
         Ok(self.store.put_setting(STATE_KEY, &text)?)
     }
 
-    /// Sends what each channel has not had yet. A channel that fails keeps
-    /// its place and is retried next time; the other is not held back.
+    /// Sends what each channel has not had yet. A channel that cannot be
+    /// reached keeps its place and is retried next time; the other is not
+    /// held back. The state is saved only when it changed (the card).
     pub async fn deliver(&self) -> Result<(), NotifyError> {
-        let _state = self.state_lock.lock().await;
-        let settings = self.settings()?;
-        let mut state = self.state()?;
-        if let (Some(hook), Some(cursor)) = (&settings.webhook, state.webhook) {
-            for event in self.store.events_after(cursor, 100)? {
-                if event.severity >= hook.min_severity
-                    && let Err(err) =
-                        send_webhook(hook, &Message::of_event(&event, &self.hostname)).await
-                {
-                    tracing::warn!("notification not delivered: {err}");
-                    break;
+        let (settings, before) = {
+            let _state = self.state_lock.lock().await;
+            (self.settings()?, self.state()?)
+        };
+        // A channel without a place (state lost) starts from now.
+        let newest = self.store.last_event_id()?;
+        let mut after = before.clone();
+        if let Some(hook) = &settings.webhook {
+            let cursor = after.webhook.get_or_insert(newest);
+            for event in self.store.events_after(*cursor, 100)? {
+                if event.severity >= hook.min_severity {
+                    match send_webhook(hook, &Message::of_event(&event, &self.hostname)).await {
+                        Ok(()) => {}
+                        Err(err @ SendError::Refused(_)) => {
+                            tracing::warn!("event #{} passed over: {err}", event.id)
+                        }
+                        Err(err) => {
+                            tracing::warn!("notification not delivered, will retry: {err}");
+                            break;
+                        }
+                    }
                 }
-                state.webhook = Some(event.id);
+                *cursor = event.id;
             }
         }
-        if let (Some(mail), Some(cursor)) = (&settings.email, state.email) {
-            for event in self.store.events_after(cursor, 100)? {
+        if let Some(mail) = &settings.email {
+            let cursor = after.email.get_or_insert(newest);
+            for event in self.store.events_after(*cursor, 100)? {
                 if event.severity >= mail.min_severity
                     && let Err(err) =
                         send_email(mail, &Message::of_event(&event, &self.hostname)).await
                 {
-                    tracing::warn!("notification not delivered: {err}");
+                    tracing::warn!("notification not delivered, will retry: {err}");
                     break;
                 }
-                state.email = Some(event.id);
+                *cursor = event.id;
             }
         }
         if let Some(hour) = settings.digest_hour {
             let now = jiff::Timestamp::now().to_zoned(self.zone.clone());
             let today = now.strftime("%Y-%m-%d").to_string();
-            if now.hour() >= hour as i8 && state.digest_day.as_deref() != Some(&today) {
+            if now.hour() >= hour as i8 {
                 let since = now.timestamp().as_second() - 86_400;
-                let message = Message::digest(
-                    &self.store.events_since(since, 500)?,
-                    &self.hostname,
-                    &self.zone,
-                );
-                let mut sent = true;
-                if let Some(hook) = &settings.webhook {
-                    sent &= send_webhook(hook, &message).await.is_ok();
+                let events = self.store.events_since(since, 500)?;
+                let message = Message::digest(&events, &self.hostname, &self.zone);
+                if let Some(hook) = &settings.webhook
+                    && after.webhook_digest.as_deref() != Some(&today)
+                {
+                    match send_webhook(hook, &message).await {
+                        Ok(()) => after.webhook_digest = Some(today.clone()),
+                        Err(err) => tracing::warn!("digest not delivered: {err}"),
+                    }
                 }
-                if let Some(mail) = &settings.email {
-                    sent &= send_email(mail, &message).await.is_ok();
-                }
-                if sent {
-                    state.digest_day = Some(today);
+                if let Some(mail) = &settings.email
+                    && after.email_digest.as_deref() != Some(&today)
+                {
+                    match send_email(mail, &message).await {
+                        Ok(()) => after.email_digest = Some(today.clone()),
+                        Err(err) => tracing::warn!("digest not delivered: {err}"),
+                    }
                 }
             }
         }
-        self.put_state(&state)
+        if after == before {
+            return Ok(());
+        }
+        // Merged with what a settings change wrote meanwhile: a cursor only
+        // moves forward, and a channel removed meanwhile stays removed.
+        let _state = self.state_lock.lock().await;
+        let mut current = self.state()?;
+        let settings = self.settings()?;
+        let forward = |now: Option<i64>, sent: Option<i64>| match (now, sent) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        current.webhook = settings
+            .webhook
+            .as_ref()
+            .and(forward(current.webhook, after.webhook));
+        current.email = settings
+            .email
+            .as_ref()
+            .and(forward(current.email, after.email));
+        current.webhook_digest = after.webhook_digest;
+        current.email_digest = after.email_digest;
+        self.put_state(&current)
     }
 
     pub async fn run(self: std::sync::Arc<Self>) {
@@ -595,6 +686,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(s.email.as_ref().unwrap().port, 587, "STARTTLS by default");
+        let gotify =
+            request(json!({"webhook": {"url": "https://push.example/message?token=AbC"}})).unwrap();
+        assert!(!redacted(&gotify).to_string().contains("AbC"));
+        assert!(truncated(&"x".repeat(10_000)).len() < 4000);
         let shown = redacted(&s).to_string();
         assert!(
             !shown.contains("tk_secret") && !shown.contains("hunter2"),
@@ -629,6 +724,14 @@ mod tests {
                 "email.host",
             ),
             (json!({"digest_hour": 24}), "digest_hour"),
+            (
+                json!({"webhook": {"url": "https://user:pw@ntfy.sh"}}),
+                "webhook.url",
+            ),
+            (
+                json!({"email": {"host": "h", "security": "none", "password": "x", "from": "a@b.c", "to": ["a@b.c"]}}),
+                "email.security",
+            ),
         ] {
             assert_eq!(request(bad).unwrap_err().field, field);
         }

@@ -15,8 +15,6 @@ use crate::inventory::ThermalZone;
 pub const MAX_WAIT: Duration = Duration::from_secs(30 * 60);
 /// Hot: a zone within this of a trip point where the kernel acts.
 pub const HOT_MARGIN_C: f64 = 10.0;
-/// Busy: the 1-minute load per CPU above this.
-pub const BUSY_LOAD_PER_CPU: f64 = 0.9;
 
 struct Entry {
     cron: Cron,
@@ -50,8 +48,8 @@ impl Timetable {
             if !schedule.enabled {
                 continue;
             }
-            let since =
-                Timestamp::from_second(last_run.unwrap_or(schedule.created_at)).unwrap_or(now);
+            let since = Timestamp::from_second(last_run.unwrap_or(0).max(schedule.changed_at))
+                .unwrap_or(now);
             if schedule.catch_up
                 && let Some(missed_at) = cron.last_due(since, now)
             {
@@ -97,14 +95,28 @@ impl Timetable {
     pub fn next_due(&self) -> Option<Timestamp> {
         self.entries.values().filter_map(|e| e.next).min()
     }
+}
 
-    pub fn next_of(&self, id: i64) -> Option<Timestamp> {
-        self.entries.get(&id).and_then(|e| e.next)
-    }
+/// The wall clock moved this much more (or less) than the time slept: it
+/// was set (NTP after a boot without a battery-backed clock, a manual
+/// change), and the timetable is rebuilt as at start instead of firing
+/// everything in between.
+pub const CLOCK_STEP: Duration = Duration::from_secs(300);
+
+pub fn clock_stepped(slept: Duration, wall_moved: jiff::SignedDuration) -> bool {
+    let slept = jiff::SignedDuration::try_from(slept).unwrap_or(jiff::SignedDuration::MAX);
+    let limit = jiff::SignedDuration::try_from(CLOCK_STEP).unwrap_or(jiff::SignedDuration::MAX);
+    (wall_moved - slept).abs() > limit
 }
 
 /// Why a heavy job should not start now, if any.
-pub fn unfavourable(zones: &[ThermalZone], load_1m: Option<f64>, cpus: usize) -> Option<String> {
+/// Busy: the 1-minute load per CPU above `busy_load_per_cpu`.
+pub fn unfavourable(
+    zones: &[ThermalZone],
+    load_1m: Option<f64>,
+    cpus: usize,
+    busy_load_per_cpu: f64,
+) -> Option<String> {
     for zone in zones {
         let Some(c) = zone.celsius else { continue };
         let trip = zone
@@ -125,7 +137,7 @@ pub fn unfavourable(zones: &[ThermalZone], load_1m: Option<f64>, cpus: usize) ->
     }
     let cpus = cpus.max(1) as f64;
     match load_1m {
-        Some(load) if load / cpus > BUSY_LOAD_PER_CPU => {
+        Some(load) if load / cpus > busy_load_per_cpu => {
             Some(format!("busy: load {load:.2} on {cpus} CPUs"))
         }
         _ => None,
@@ -183,6 +195,7 @@ mod tests {
             when_busy: WhenBusy::Wait,
             timeout_secs: 600,
             created_at: at("2026-11-01T00:00:00Z").as_second(),
+            changed_at: at("2026-11-01T00:00:00Z").as_second(),
         }
     }
 
@@ -211,14 +224,32 @@ mod tests {
         // The clock jumps three hours (a suspended board): one run each.
         assert_eq!(table.due(at("2026-11-30T18:20:00Z")), [1, 2]);
         assert!(table.due(at("2026-11-30T18:20:01Z")).is_empty());
-        assert_eq!(table.next_of(1), Some(at("2026-11-30T19:00:00Z")));
+        assert_eq!(table.next_due(), Some(at("2026-11-30T19:00:00Z")));
         // Nothing missed: nothing to catch up.
         let fresh = [(
             schedule(3, true),
-            cron,
+            cron.clone(),
             Some(at("2026-11-30T14:00:00Z").as_second()),
         )];
         assert!(Timetable::at_start(&fresh, now).1.is_empty());
+        // Edited (or enabled) after its last run: what came due before the
+        // edit was not missed by downtime.
+        let mut edited = schedule(4, true);
+        edited.changed_at = at("2026-11-30T14:05:00Z").as_second();
+        assert!(
+            Timetable::at_start(&[(edited, cron, Some(last_run))], now)
+                .1
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_clock_set_forward_or_back_is_told_from_sleep() {
+        let minute = Duration::from_secs(60);
+        assert!(!clock_stepped(minute, jiff::SignedDuration::from_secs(61)));
+        // NTP after a boot with the clock at the last shutdown.
+        assert!(clock_stepped(minute, jiff::SignedDuration::from_hours(72)));
+        assert!(clock_stepped(minute, jiff::SignedDuration::from_hours(-1)));
     }
 
     #[test]
@@ -246,10 +277,10 @@ mod tests {
                 celsius: 85.0,
             }],
         };
-        assert_eq!(unfavourable(&[zone(60.0)], Some(1.0), 4), None);
-        let hot = unfavourable(&[zone(76.0)], Some(1.0), 4).unwrap();
+        assert_eq!(unfavourable(&[zone(60.0)], Some(1.0), 4, 0.9), None);
+        let hot = unfavourable(&[zone(76.0)], Some(1.0), 4, 0.9).unwrap();
         assert!(hot.starts_with("hot: thermal_zone0"), "{hot}");
-        let busy = unfavourable(&[zone(60.0)], Some(3.9), 4).unwrap();
+        let busy = unfavourable(&[zone(60.0)], Some(3.9), 4, 0.9).unwrap();
         assert!(busy.contains("load 3.90 on 4 CPUs"), "{busy}");
         let bench = Job::DiskBenchmark {
             disk: "sda".into(),

@@ -47,6 +47,8 @@ pub enum StoreError {
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The database file, for work on a connection of its own (VACUUM).
+    path: PathBuf,
 }
 
 impl Store {
@@ -59,13 +61,13 @@ impl Store {
             path: path.clone(),
             source,
         })?;
-        Self::init(conn).map_err(|err| match err {
+        Self::init(conn, path.clone()).map_err(|err| match err {
             StoreError::Sqlite(source) => StoreError::Open { path, source },
             other => other,
         })
     }
 
-    fn init(mut conn: Connection) -> Result<Self, StoreError> {
+    fn init(mut conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -73,6 +75,7 @@ impl Store {
         migrations::apply(&mut conn)?;
         Ok(Self {
             conn: Mutex::new(conn),
+            path,
         })
     }
 

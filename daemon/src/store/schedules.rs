@@ -159,8 +159,13 @@ impl Store {
         ))
     }
 
+    /// Rewrites the file without its free pages, on a connection of its
+    /// own: the shared one stays free for the API and monitoring meanwhile
+    /// (a writer waits at most its busy timeout).
     pub fn vacuum(&self) -> Result<(), StoreError> {
-        self.lock().execute_batch("VACUUM")?;
+        let conn = rusqlite::Connection::open(&self.path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        conn.execute_batch("VACUUM")?;
         Ok(())
     }
 }
@@ -205,5 +210,7 @@ mod tests {
         assert!(store.remove_schedule(a).unwrap());
         let (free, size) = store.free_pages_bytes().unwrap();
         assert!(size > 0 && free <= size);
+        store.vacuum().unwrap();
+        assert_eq!(store.free_pages_bytes().unwrap().0, 0);
     }
 }

@@ -473,6 +473,50 @@ fn a_slower_network_result_raises_exactly_one_regression_event() {
     assert_eq!(regressions[0]["severity"], "warning");
 }
 
+#[test]
+fn heavy_jobs_run_one_at_a_time() {
+    let (_board, root) = board_copy();
+    let port = common::free_port();
+    let (d, session) = start(&root, &format!("iperf3_port = {port}\n"));
+    // The daemon's iperf3 server takes one test at a time: two network
+    // jobs that overlapped would fail, queued they both pass.
+    let job = json!({"kind": "net_benchmark", "peer": format!("127.0.0.1:{port}"), "time": 2});
+    let a = add(
+        &d,
+        &session,
+        json!({"name": "a", "cron": "@daily", "job": job}),
+    );
+    let b = add(
+        &d,
+        &session,
+        json!({"name": "b", "cron": "@daily", "job": job}),
+    );
+    let ids: Vec<i64> = [&a, &b]
+        .iter()
+        .map(|s| {
+            let reply = d.post(
+                &format!("schedules/{}/run", s["id"]),
+                json!({}),
+                Some(&session),
+            );
+            reply.body["jobs"][0].as_i64().unwrap()
+        })
+        .collect();
+    let done: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            wait_job(&d, &session, *id, 60, |j| {
+                !matches!(j["status"].as_str(), Some("queued" | "running"))
+            })
+        })
+        .collect();
+    assert!(done.iter().all(|j| j["status"] == "ok"), "{done:?}");
+    assert!(
+        done[1]["started_at"].as_i64() >= done[0]["finished_at"].as_i64(),
+        "the second waited for the first: {done:?}"
+    );
+}
+
 /// An HTTP listener that answers 200 and passes on each request's head
 /// and body.
 fn http_listener() -> (u16, mpsc::Receiver<(String, String)>) {

@@ -42,6 +42,9 @@ const RECHECK: Duration = Duration::from_secs(60);
 const SMART_POLL: Duration = Duration::from_secs(60);
 /// Polls in a row without a readable report before a self-test is given up.
 const SMART_UNREADABLE_POLLS: u32 = 30;
+/// A busy iperf3 peer is asked again this many times, this far apart.
+const PEER_BUSY_TRIES: u32 = 20;
+const PEER_BUSY_WAIT: Duration = Duration::from_secs(3);
 /// Runs of the same job a result is compared with (their median).
 const BASELINE_RUNS: u32 = 5;
 /// VACUUM when at least this share of the database file is free pages.
@@ -958,9 +961,18 @@ impl Scheduler {
         let Some(options) = job.net_options() else {
             return Outcome::failed("not a network job");
         };
-        let run = match self.deps.net.run_client(&options).await {
-            Ok(run) => run,
-            Err(err) => return Outcome::failed(err.to_string()),
+        // A server busy with another test (or still closing the last one)
+        // is asked again for a while before the job fails.
+        let mut tries = 0;
+        let run = loop {
+            match self.deps.net.run_client(&options).await {
+                Ok(run) => break run,
+                Err(crate::bench::net::NetError::Busy) if tries < PEER_BUSY_TRIES => {
+                    tries += 1;
+                    tokio::time::sleep(PEER_BUSY_WAIT).await;
+                }
+                Err(err) => return Outcome::failed(err.to_string()),
+            }
         };
         let flow = if options.reverse {
             run.server_to_client.as_ref()

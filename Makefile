@@ -8,20 +8,29 @@ ARM_TARGETS := aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf
 # Stripped release binaries must fit comfortably on a board: 8 MB at most.
 MAX_BINARY_BYTES := 8000000
 
-.PHONY: run build test deps lint test-host test-unit-file test-browser test-cross cross bench
+.PHONY: run build ui test deps lint test-host test-unit-file test-browser test-cross cross bench
 
 ## Build and start the daemon on this machine with its database in ./var.
 run: build
 	@echo "nasd: starting on http://$(LISTEN)/ (data in $(DATA_DIR); first start: setup token in $(DATA_DIR)/setup-token)"
 	./target/debug/nasd --config etc/nasd.toml serve --listen $(LISTEN) --data-dir $(DATA_DIR)
 
-build:
+build: ui
 	$(CARGO) build --locked
+
+## The web UI (Preact, htm, uPlot; built by Vite from the committed
+## package-lock) into webui/dist, which the daemon embeds; rebuilt only
+## when its sources change.
+UI_SOURCES := webui/package-lock.json webui/index.html webui/vite.config.js webui/compress.mjs \
+	$(wildcard webui/src/*.js webui/src/*.css webui/src/pages/*.js)
+ui: webui/dist/index.html
+webui/dist/index.html: $(UI_SOURCES)
+	cd webui && npm ci --no-audit --no-fund && npm run build
 
 ## Everything: installs what is missing, then lint, unit and system tests,
 ## the systemd unit check, the UI in headless Chromium, the unit tests for
 ## both boards under qemu-user, and the size-checked release cross builds.
-test: deps lint test-host test-unit-file test-browser test-cross cross
+test: deps ui lint test-host test-unit-file test-browser test-cross cross
 
 deps:
 	bash tests/install-deps.sh
@@ -50,13 +59,13 @@ test-browser: build
 
 ## Unit tests (including the fixture-tree inventory tests) for the boards'
 ## architectures, run under qemu-user (.cargo/config.toml sets the runners).
-test-cross:
+test-cross: ui
 	for t in $(ARM_TARGETS); do $(CARGO) test --locked --lib --target $$t || exit 1; done
 
 ## Release binaries for the HC4 (aarch64) and the XU4 (armv7), size-checked,
 ## then each run under qemu-user against its own board's fixture tree; and
 ## the collectd plugin for aarch64 (not armv7: see the README).
-cross:
+cross: ui
 	for t in $(ARM_TARGETS); do $(CARGO) build --locked --release --target $$t || exit 1; done
 	$(CARGO) build --locked --release -p nasd-collectd --target aarch64-unknown-linux-gnu
 	@for t in $(ARM_TARGETS); do \
@@ -71,10 +80,11 @@ cross:
 	@echo "cross: both binaries report their board's clusters under qemu-user"
 
 ## Benchmarks against the peer measured in the same run (needs root).
-bench: deps
+bench: deps ui
 	$(CARGO) build --locked --release
 	bash tests/bench/mount-options.sh
 	bash tests/bench/samba.sh
 	bash tests/bench/iperf3.sh
 	bash tests/bench/monitoring.sh
 	bash tests/bench/diskbench.sh
+	cd tests/browser && npm ci --no-audit --no-fund && node ../bench/webui.mjs

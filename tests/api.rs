@@ -301,11 +301,22 @@ fn the_web_ui_is_served_with_protective_headers() {
             .contains("frame-ancestors 'none'")
     );
     assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(
+        headers["cache-control"], "no-cache",
+        "a new UI shows at once"
+    );
     let html = resp.body_mut().read_to_string().unwrap();
-    assert!(html.contains("Set up this NAS"));
+    // The built UI (make ui) loads one hashed script.
+    let script = html
+        .split("src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no script in the page (run `make ui` first): {html}"));
+    assert!(script.starts_with("/assets/index-"), "{script}");
     let js = d
         .agent
-        .get(format!("http://{}/app.js", d.host))
+        .get(format!("http://{}{script}", d.host))
+        .header("accept-encoding", "gzip")
         .call()
         .unwrap();
     assert!(
@@ -314,6 +325,19 @@ fn the_web_ui_is_served_with_protective_headers() {
             .unwrap()
             .contains("javascript")
     );
+    assert_eq!(js.headers()["content-encoding"], "gzip");
+    assert!(
+        js.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
+    let plain = d
+        .agent
+        .get(format!("http://{}{script}", d.host))
+        .call()
+        .unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
     let missing = d
         .agent
         .get(format!("http://{}/nope.html", d.host))

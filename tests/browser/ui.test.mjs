@@ -1,10 +1,12 @@
 // The admin UI in real headless Chromium against the real nasd binary on a
-// loopback port, reading the HC4 fixture tree (the board is not here; see
-// tests/fixtures/README.md). Run by `make test-browser` after the build.
+// loopback port, reading a copy of the HC4 fixture tree whose values the
+// tests change (the board is not here; see tests/fixtures/README.md). Run by
+// `make test-browser` after the build. Screenshots of every page go to
+// target/browser/.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, existsSync, writeFileSync } from "node:fs";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, existsSync, writeFileSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -15,7 +17,7 @@ const nasdBin = process.env.NASD_BIN ?? join(repo, "target/debug/nasd");
 const shots = join(repo, "target/browser");
 const password = "correct horse battery";
 
-let daemon, browser, page, base, dataDir;
+let daemon, browser, page, base, dataDir, root;
 
 function freePort() {
   return new Promise((ok) => {
@@ -39,12 +41,16 @@ async function waitForHealth(url) {
 before(async () => {
   const dir = mkdtempSync(join(tmpdir(), "nasd-ui-"));
   dataDir = join(dir, "state");
-  writeFileSync(join(dir, "nasd.toml"), "");
+  root = join(dir, "root");
+  execFileSync("cp", ["-a", join(repo, "tests/fixtures/odroid-hc4"), root]);
+  mkdirSync(shots, { recursive: true });
+  // Sampled every second and stored at once, so charts fill quickly.
+  writeFileSync(join(dir, "nasd.toml"), "sample_interval_secs = 1\ncommit_interval_secs = 0\niperf3_port = 0\n");
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   daemon = spawn(nasdBin, [
     "--config", join(dir, "nasd.toml"),
-    "--root", join(repo, "tests/fixtures/odroid-hc4"),
+    "--root", root,
     "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dataDir,
   ], { stdio: "ignore" });
   await waitForHealth(base);
@@ -106,7 +112,76 @@ test("logout returns to the login page and login brings the status back", async 
   await form.getByLabel("Password").fill("wrong password");
   await form.getByRole("button", { name: "Log in" }).click();
   await form.locator(".error").filter({ hasText: "wrong username or password" }).waitFor();
+  const cookies = await page.context().cookies();
+  assert.equal(cookies.find((c) => c.name === "nasd_session"), undefined, "a wrong password gives no session");
   await form.getByLabel("Password").fill(password);
   await form.getByRole("button", { name: "Log in" }).click();
   await page.getByRole("heading", { name: "Hardkernel ODROID-HC4" }).waitFor();
+});
+
+test("the dashboard draws live charts with data points", async () => {
+  await page.goto(base + "/#/");
+  const chart = page.locator("figure.chart", { hasText: "CPU frequency (MHz), live" });
+  await chart.waitFor();
+  await page.waitForFunction(
+    (el) => Number(el.dataset.points) >= 3, await chart.elementHandle(), { timeout: 15_000 });
+  assert.ok(await chart.locator("canvas").count() >= 1, "uPlot drew a canvas");
+  await page.screenshot({ path: join(shots, "dashboard.png"), fullPage: true });
+});
+
+test("a frequency change in the board shows on the monitoring page", async () => {
+  writeFileSync(join(root, "sys/devices/system/cpu/cpufreq/policy0/scaling_cur_freq"), "1200000\n");
+  await page.goto(base + "/#/monitoring");
+  const chart = page.locator("figure.chart", { hasText: "CPU frequency (MHz)" });
+  await chart.waitFor();
+  await page.waitForFunction(
+    (el) => JSON.parse(el.dataset.last ?? "[]").includes(1200000000),
+    await chart.elementHandle(), { timeout: 20_000 });
+  await page.screenshot({ path: join(shots, "monitoring.png"), fullPage: true });
+});
+
+test("a share name with a bracket shows the API's error beside the field", async () => {
+  await page.goto(base + "/#/shares");
+  const form = page.locator("#share-form");
+  await form.getByLabel("Name").fill("media[1]");
+  await form.getByLabel("Folder").fill("/srv/data/media");
+  await form.getByRole("button", { name: "Share" }).click();
+  const name = form.getByLabel("Name");
+  await form.locator('label:has(input[name="name"]) .field-error')
+    .filter({ hasText: "must be 1 to 80 characters" }).waitFor();
+  assert.equal(await name.getAttribute("aria-invalid"), "true");
+  assert.equal(await form.getByLabel("Folder").getAttribute("aria-invalid"), null, "only the named field");
+  await page.screenshot({ path: join(shots, "shares.png"), fullPage: true });
+});
+
+test("a schedule's cron editor previews the next runs and names a bad field", async () => {
+  await page.goto(base + "/#/schedules");
+  const form = page.locator("#schedule-form");
+  const cron = form.getByLabel(/^Cron/);
+  await cron.fill("30 2 * * *");
+  await form.locator(".preview").filter({ hasText: "Next:" }).filter({ hasText: /·.*·/ }).waitFor();
+  await cron.fill("30 25 * * *");
+  await form.locator(".preview .field-error").filter({ hasText: "hour field '25'" }).waitFor();
+  await form.getByLabel("Name").fill("nightly check");
+  await form.getByRole("button", { name: "Add schedule" }).click();
+  await form.locator('label:has(input[name="cron"]) .field-error').filter({ hasText: "hour field" }).waitFor();
+  await cron.fill("30 2 * * *");
+  await form.getByRole("button", { name: "Add schedule" }).click();
+  await page.locator("#schedules").filter({ hasText: "nightly check" }).waitFor();
+  await page.screenshot({ path: join(shots, "schedules.png"), fullPage: true });
+});
+
+test("every page renders; a screenshot of each is kept", async () => {
+  for (const [hash, heading] of [["disks", "Disks"], ["tuning", "Tuning"], ["benchmarks", "Benchmarks"], ["system", "System"]]) {
+    await page.goto(`${base}/#/${hash}`);
+    await page.getByRole("heading", { name: heading, exact: true }).waitFor();
+    await page.screenshot({ path: join(shots, `${hash}.png`), fullPage: true });
+  }
+  // A phone's width: the navigation wraps, nothing scrolls sideways.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(base + "/#/");
+  await page.locator("#clusters").waitFor();
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+  assert.equal(wide, false, "no horizontal scrolling at phone width");
+  await page.screenshot({ path: join(shots, "dashboard-phone.png"), fullPage: true });
 });

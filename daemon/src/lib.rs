@@ -12,5 +12,6 @@ pub mod monitor;
 pub mod schedule;
 pub mod shares;
 pub mod store;
+pub mod system;
 pub mod tuning;
 pub mod validate;

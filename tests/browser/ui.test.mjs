@@ -185,3 +185,26 @@ test("every page renders; a screenshot of each is kept", async () => {
   assert.equal(wide, false, "no horizontal scrolling at phone width");
   await page.screenshot({ path: join(shots, "dashboard-phone.png"), fullPage: true });
 });
+
+test("the system page renames the box, lists sessions and guards reboot", async () => {
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.goto(base + "/#/system");
+  await page.locator("#sessions").filter({ hasText: "(this one)" }).waitFor();
+  const name = page.locator("#hostname-form");
+  await name.getByLabel("Host name").fill("Bad_Name");
+  await name.getByRole("button", { name: "Rename" }).click();
+  await name.locator('label:has(input[name="hostname"]) .field-error').filter({ hasText: "lower-case" }).waitFor();
+  await name.getByLabel("Host name").fill("nasd-test");
+  await name.getByRole("button", { name: "Rename" }).click();
+  await page.waitForFunction(() => !document.querySelector("#hostname-form .error")?.textContent);
+  for (let i = 0; i < 50 && !existsSync(join(root, "etc/hostname")); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(readFileSync(join(root, "etc/hostname"), "utf8"), "nasd-test\n", "written to the fixture's /etc");
+  const power = page.locator("#power-form");
+  await power.getByRole("button", { name: "Do it" }).click();
+  await power.locator('label:has(input[name="confirm"]) .field-error').filter({ hasText: "type 'reboot' to confirm" }).waitFor();
+  await power.getByLabel(/confirm/).fill("reboot");
+  await power.getByRole("button", { name: "Do it" }).click();
+  // A daemon on a fixture tree never reboots the machine it runs on.
+  await power.locator(".error").filter({ hasText: "reads a fixture tree" }).waitFor();
+  await page.screenshot({ path: join(shots, "system.png"), fullPage: true });
+});

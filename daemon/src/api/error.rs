@@ -18,6 +18,7 @@ use crate::monitor::MonitorError;
 use crate::schedule::ScheduleError;
 use crate::schedule::notify::NotifyError;
 use crate::shares::ShareError;
+use crate::system::SystemError;
 use crate::tuning::TuningError;
 
 #[derive(Debug)]
@@ -242,6 +243,21 @@ impl From<NotifyError> for ApiError {
             }
             NotifyError::Store(_) | NotifyError::Corrupt(_) => Self::internal(&err),
         }
+    }
+}
+
+impl From<SystemError> for ApiError {
+    fn from(err: SystemError) -> Self {
+        let status = match &err {
+            SystemError::Invalid(invalid) => {
+                return Self::new(StatusCode::BAD_REQUEST, invalid.to_string())
+                    .with_field(&invalid.field);
+            }
+            SystemError::NotLive(_) => StatusCode::CONFLICT,
+            SystemError::Run(RunError::NotInstalled { .. }) => StatusCode::NOT_IMPLEMENTED,
+            SystemError::Host(_) | SystemError::Run(_) => return Self::internal(&err),
+        };
+        Self::new(status, err.to_string())
     }
 }
 

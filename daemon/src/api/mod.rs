@@ -9,6 +9,7 @@ mod metrics;
 mod schedules;
 mod session;
 mod shares;
+mod system;
 mod tuning;
 
 use std::future::Future;
@@ -152,6 +153,15 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/v1/notifications/test",
             post(schedules::test_notifications),
+        )
+        .route("/api/v1/system/clock", get(system::clock))
+        .route("/api/v1/system/hostname", put(system::set_hostname))
+        .route("/api/v1/system/log", get(system::log))
+        .route("/api/v1/system/power", post(system::power))
+        .route("/api/v1/sessions", get(system::sessions))
+        .route(
+            "/api/v1/sessions/{id}",
+            axum::routing::delete(system::end_session),
         )
         .route("/api/v1/metrics/series", get(metrics::series))
         .route("/api/v1/metrics/query", get(metrics::query))

@@ -53,6 +53,18 @@ pub enum AuthError {
 }
 
 /// A new random bearer token (256 bits, hex).
+/// Hex digits of a session's token hash that name it in the API.
+const SESSION_ID_LEN: usize = 12;
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    /// The session this request came with.
+    pub current: bool,
+}
+
 pub fn random_token() -> String {
     token::random_hex()
 }
@@ -235,6 +247,43 @@ impl Auth {
         self.store
             .session_user(&token::digest(session_token), now())?
             .ok_or(AuthError::NoSession)
+    }
+
+    /// The user's sessions, each named by the start of its token's hash
+    /// (the token itself is never stored).
+    pub fn sessions(
+        &self,
+        user: &SessionUser,
+        current_token: &str,
+    ) -> Result<Vec<SessionInfo>, AuthError> {
+        let current = token::digest(current_token);
+        Ok(self
+            .store
+            .sessions_of(user.user_id, now())?
+            .into_iter()
+            .map(|(hash, created_at, expires_at)| SessionInfo {
+                id: hash[..SESSION_ID_LEN.min(hash.len())].to_owned(),
+                created_at,
+                expires_at,
+                current: hash == current,
+            })
+            .collect())
+    }
+
+    /// Ends one of the user's sessions by its id; false when there is none.
+    pub fn end_session(&self, user: &SessionUser, id: &str) -> Result<bool, AuthError> {
+        let found = self
+            .store
+            .sessions_of(user.user_id, now())?
+            .into_iter()
+            .find(|(hash, _, _)| id.len() == SESSION_ID_LEN && hash.starts_with(id));
+        match found {
+            Some((hash, _, _)) => {
+                self.store.delete_session(&hash)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     pub fn logout(&self, session_token: &str) -> Result<(), AuthError> {

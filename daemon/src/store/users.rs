@@ -135,6 +135,24 @@ impl Store {
             .optional()?)
     }
 
+    /// A user's live sessions as (token hash, created, expires), newest
+    /// first.
+    pub fn sessions_of(
+        &self,
+        user_id: i64,
+        now: i64,
+    ) -> Result<Vec<(String, i64, i64)>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT token_hash, created_at, expires_at FROM sessions
+             WHERE user_id = ?1 AND expires_at > ?2 ORDER BY created_at DESC",
+        )?;
+        let rows = stmt.query_map(params![user_id, now], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     pub fn delete_session(&self, token_hash: &str) -> Result<(), StoreError> {
         self.lock()
             .execute("DELETE FROM sessions WHERE token_hash = ?1", [token_hash])?;
@@ -176,6 +194,8 @@ mod tests {
             "admin"
         );
         assert_eq!(store.password_hash(id).unwrap().as_deref(), Some("h2"));
+        let live = store.sessions_of(id, 1).unwrap();
+        assert_eq!(live.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(), ["b"]);
         store.delete_session("b").unwrap();
         assert!(store.session_user("b", 1).unwrap().is_none());
     }

@@ -10,9 +10,14 @@ function Health({ name }) {
   if (smart.state === "standby") return html`<span class="badge idle" title="spun down; left asleep">asleep</span>`;
   if (smart.state !== "read") return html`<span class="badge" title=${smart.message ?? ""}>no SMART</span>`;
   const bad = smart.passed === false || (smart.counters && Object.values(smart.counters).some((v) => v > 0));
-  return html`<span class=${"badge " + (smart.passed === false ? "bad" : bad ? "warn" : "good")}
-    title=${Object.entries(smart.counters ?? {}).map(([k, v]) => `${k}: ${v}`).join(", ")}>
-    ${smart.passed === false ? "FAILING" : bad ? "check" : "healthy"}${smart.temperature_celsius != null ? ` ${smart.temperature_celsius} °C` : ""}</span>`;
+  return html`<details class="smart"><summary class=${"badge " + (smart.passed === false ? "bad" : bad ? "warn" : "good")}>
+    ${smart.passed === false ? "FAILING" : bad ? "check" : "healthy"}${smart.temperature_celsius != null ? ` ${smart.temperature_celsius} °C` : ""}</summary>
+    <dl class="summary">
+      <dt>Power-on hours</dt><dd>${smart.power_on_hours ?? "—"}</dd>
+      <dt>Last self-test</dt><dd>${smart.last_self_test ?? "—"}${smart.self_test_remaining_percent != null ? ` (running, ${smart.self_test_remaining_percent} % left)` : ""}</dd>
+      ${Object.entries(smart.counters ?? {}).map(([k, v]) => html`<dt>${k.replaceAll("_", " ")}</dt><dd>${v}</dd>`)}
+      <dt>Read as</dt><dd>${smart.device_type ?? "—"}</dd>
+    </dl></details>`;
 }
 
 function Mount({ volume, done }) {

@@ -178,16 +178,6 @@ fn data_mountpoint(disk: &Disk) -> Option<String> {
         .find_map(|v| v.mountpoint.clone())
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
-}
-
 /// What tells one self-test log entry from the next: how many entries the
 /// log has, and the newest one's power-on hour and text.
 fn self_test_mark(
@@ -992,7 +982,7 @@ impl Scheduler {
             .filter_map(|r| r.output["bits_per_second"].as_f64())
             .collect();
         let runs = previous.len();
-        let baseline = median(previous);
+        let baseline = disk::history::median(previous);
         let mut output = json!({
             "net_run": run.id,
             "bits_per_second": bps,

@@ -101,7 +101,8 @@ fn directions(r: &JobResult) -> [(&'static str, Option<&Direction>); 2] {
     [("read", r.read.as_ref()), ("write", r.write.as_ref())]
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
+/// The middle value (the mean of the middle two for an even count).
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     let n = values.len();
     match n {

@@ -8,7 +8,7 @@ ARM_TARGETS := aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf
 # Stripped release binaries must fit comfortably on a board: 8 MB at most.
 MAX_BINARY_BYTES := 8000000
 
-.PHONY: run build ui test deps lint test-host test-unit-file test-browser test-cross cross bench
+.PHONY: run build ui test deps lint test-host test-unit-file test-browser test-cross cross bench image image-boot-check
 
 ## Build and start the daemon on this machine with its database in ./var.
 run: build
@@ -88,3 +88,15 @@ bench: deps ui
 	bash tests/bench/monitoring.sh
 	bash tests/bench/diskbench.sh
 	cd tests/browser && npm ci --no-audit --no-fund && node ../bench/webui.mjs
+
+## The SD-card image for BOARD=hc4 (arm64) or BOARD=xu4 (armhf; needs
+## BLOBS=dir with Hardkernel's bl1/bl2/tzsw/u-boot) in image/out (root:
+## mmdebstrap, qemu-user binfmt).
+BOARD ?= hc4
+image: cross
+	bash image/build.sh $(BOARD)
+
+## Boots the arm64 image in qemu-system-aarch64 until nasd answers and the
+## console shows the setup token.
+image-boot-check:
+	bash image/boot-check.sh image/out/nasd-$$(sed -n 's/^version = "\(.*\)"/\1/p' daemon/Cargo.toml | head -1)-hc4

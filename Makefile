@@ -8,7 +8,7 @@ ARM_TARGETS := aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf
 # Stripped release binaries must fit comfortably on a board: 8 MB at most.
 MAX_BINARY_BYTES := 8000000
 
-.PHONY: run build ui test deps lint test-host test-unit-file test-browser test-cross cross bench image image-boot-check
+.PHONY: run build ui test deps lint test-host test-unit-file test-browser test-cross cross bench image image-boot-check image-smoke-test
 
 ## Build and start the daemon on this machine with its database in ./var.
 run: build
@@ -100,3 +100,9 @@ image: cross
 ## console shows the setup token.
 image-boot-check:
 	bash image/boot-check.sh image/out/nasd-$$(sed -n 's/^version = "\(.*\)"/\1/p' daemon/Cargo.toml | head -1)-hc4
+
+## The arm64 image's smoke test (root): setup with the console's token,
+## the extra disk partitioned, formatted and mounted, an SMB user and share
+## reached by smbclient, a reboot that keeps it all.
+image-smoke-test:
+	bash image/smoke-test.sh image/out/nasd-$$(sed -n 's/^version = "\(.*\)"/\1/p' daemon/Cargo.toml | head -1)-hc4

@@ -42,7 +42,7 @@ else
   echo "image: armhf: building without bookworm-security (its index is often stale on mirrors); update on the board" >&2
 fi
 
-packages=systemd-sysv,udev,kmod,initramfs-tools,$kernel,dbus,iproute2,netbase,systemd-timesyncd,openssh-server,avahi-daemon,samba,nfs-kernel-server,ntfs-3g,exfatprogs,xfsprogs,btrfs-progs,e2fsprogs,dosfstools,smartmontools,hdparm,tzdata,ca-certificates,cloud-guest-utils,fdisk,less
+packages=systemd-sysv,udev,kmod,initramfs-tools,$kernel,dbus,iproute2,netbase,systemd-timesyncd,openssh-server,avahi-daemon,samba,smbclient,nfs-kernel-server,ntfs-3g,exfatprogs,xfsprogs,btrfs-progs,e2fsprogs,dosfstools,smartmontools,hdparm,tzdata,ca-certificates,cloud-guest-utils,fdisk,less
 mmdebstrap --arch="$arch" --variant=minbase --include="$packages" \
   --essential-hook='chroot "$1" dpkg-divert --local --rename --add /usr/sbin/update-initramfs && ln -s /bin/true "$1/usr/sbin/update-initramfs"' \
   --customize-hook="copy-in $deb /tmp" \

@@ -26,7 +26,7 @@ Version: $version
 Architecture: $arch
 Maintainer: nasd <nasd@localhost>
 Depends: systemd, util-linux, e2fsprogs, smartmontools, hdparm, tzdata, ca-certificates
-Recommends: samba, samba-common-bin, nfs-kernel-server, ntfs-3g, exfatprogs, xfsprogs, btrfs-progs, avahi-daemon
+Recommends: samba, samba-common-bin, smbclient, nfs-kernel-server, ntfs-3g, exfatprogs, xfsprogs, btrfs-progs, avahi-daemon
 Section: admin
 Priority: optional
 Description: NAS service for ODROID boards

@@ -90,6 +90,17 @@ pub struct ThermalZone {
     pub trips: Vec<TripPoint>,
 }
 
+impl ThermalZone {
+    /// The trip points where the kernel throttles or shuts down. Fans'
+    /// `active` trips are not such points; nor are disabled ones, which
+    /// drivers report at 0 °C or below (x86_pkg_temp's, some ARM ones).
+    pub fn acting_trips(&self) -> impl Iterator<Item = &TripPoint> {
+        self.trips.iter().filter(|t| {
+            matches!(t.kind.as_str(), "passive" | "hot" | "critical") && t.celsius > 0.0
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TripPoint {
     pub kind: String,

@@ -58,9 +58,7 @@ pub fn findings(facts: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     for zone in &facts.zones {
         let Some(c) = zone.celsius else { continue };
-        for trip in zone.trips.iter().filter(|t| {
-            matches!(t.kind.as_str(), "passive" | "hot" | "critical") && t.celsius > 0.0
-        }) {
+        for trip in zone.acting_trips() {
             if c >= trip.celsius - HOT_MARGIN_C {
                 let severity = if c >= trip.celsius {
                     Severity::Critical

@@ -120,11 +120,7 @@ pub fn unfavourable(
     for zone in zones {
         let Some(c) = zone.celsius else { continue };
         let trip = zone
-            .trips
-            .iter()
-            .filter(|t| {
-                matches!(t.kind.as_str(), "passive" | "hot" | "critical") && t.celsius > 0.0
-            })
+            .acting_trips()
             .min_by(|a, b| a.celsius.total_cmp(&b.celsius));
         if let Some(trip) = trip
             && c >= trip.celsius - HOT_MARGIN_C

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::inventory::{Cluster, ThermalZone, TripPoint};
+use crate::inventory::{Cluster, ThermalZone};
 
 /// A run stops when a zone comes this close to a trip point where the
 /// kernel starts to act (passive throttling, hot, critical): past it the
@@ -147,7 +147,8 @@ impl Sampler {
             };
             if let Some(c) = z.celsius {
                 during.max_c = Some(during.max_c.map_or(c, |m| m.max(c)));
-                let passive = acting_trips(z)
+                let passive = z
+                    .acting_trips()
                     .filter(|t| t.kind == "passive")
                     .any(|t| c >= t.celsius);
                 self.throttled |= passive;
@@ -170,21 +171,12 @@ impl Sampler {
     }
 }
 
-/// The trip points where the kernel throttles or shuts down. Fans'
-/// `active` trips are not such points; nor are disabled ones, which
-/// drivers report at 0 °C or below (x86_pkg_temp's, some ARM ones).
-fn acting_trips(zone: &ThermalZone) -> impl Iterator<Item = &TripPoint> {
-    zone.trips
-        .iter()
-        .filter(|t| matches!(t.kind.as_str(), "passive" | "hot" | "critical") && t.celsius > 0.0)
-}
-
 /// Why a run must stop now, if a zone is within THERMAL_MARGIN_C of a trip
 /// point where the kernel acts.
 pub fn too_hot(zones: &[ThermalZone]) -> Option<String> {
     zones.iter().find_map(|z| {
         let c = z.celsius?;
-        let trip = acting_trips(z).min_by(|a, b| a.celsius.total_cmp(&b.celsius))?;
+        let trip = z.acting_trips().min_by(|a, b| a.celsius.total_cmp(&b.celsius))?;
         (c >= trip.celsius - THERMAL_MARGIN_C).then(|| {
             format!(
                 "{} ({}) reached {c:.1} °C, within {THERMAL_MARGIN_C:.0} °C of its {} trip point at {:.1} °C",
@@ -200,6 +192,7 @@ pub fn too_hot(zones: &[ThermalZone]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inventory::TripPoint;
 
     fn zone(c: f64) -> ThermalZone {
         ThermalZone {

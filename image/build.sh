@@ -15,13 +15,18 @@ case $board in
        modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 mmc_block meson_gx_mmc sdhci ahci_mtk ahci xhci_plat_hcd xhci_pci uas usb_storage sd_mod dwmac_meson8b stmmac" ;;
   xu4) arch=armhf kernel=linux-image-armmp dtb=exynos5422-odroidxu4.dtb console=ttySAC2,115200
        modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 mmc_block dw_mmc_exynos xhci_plat_hcd uas usb_storage sd_mod r8152"
-       for blob in bl1.bin bl2.bin tzsw.bin u-boot.bin; do
-         [ -f "${BLOBS:-/nonexistent}/$blob" ] || {
-           echo "image: the XU4 boots through Hardkernel's signed bl1.bin, bl2.bin, tzsw.bin and u-boot.bin, which Debian cannot ship." >&2
-           echo "image: get them from https://github.com/hardkernel/u-boot (branch odroidxu4-v2017.05, sd_fuse/) and set BLOBS=DIR." >&2
-           exit 1
-         }
-       done ;;
+       # BLOBS=none builds the same root for QEMU's -kernel boot only (the
+       # armhf boot test); its name says it cannot boot a board.
+       if [ "${BLOBS:-}" != none ]; then
+         for blob in bl1.bin bl2.bin tzsw.bin u-boot.bin; do
+           [ -f "${BLOBS:-/nonexistent}/$blob" ] || {
+             echo "image: the XU4 boots through Hardkernel's signed bl1.bin, bl2.bin, tzsw.bin and u-boot.bin, which Debian cannot ship." >&2
+             echo "image: get them from https://github.com/hardkernel/u-boot (branch odroidxu4-v2017.05, sd_fuse/) and set BLOBS=DIR" >&2
+             echo "image: (or BLOBS=none for an image that only QEMU can boot)." >&2
+             exit 1
+           }
+         done
+       fi ;;
   *) echo "image: board must be hc4 or xu4" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "image: run as root (mmdebstrap's chroot)" >&2; exit 1; }
@@ -96,14 +101,16 @@ start=$((16 + boot_mib))MiB, type=83
 TABLE
 dd if="$work/boot.img" of="$img" bs=1M seek=16 conv=notrunc,sparse status=none
 dd if="$work/root.img" of="$img" bs=1M seek=$((16 + boot_mib)) conv=notrunc,sparse status=none
-if [ "$board" = xu4 ]; then
+name=nasd-$version-$board
+if [ "$board" = xu4 ] && [ "$BLOBS" = none ]; then
+  name=$name-qemu-only
+elif [ "$board" = xu4 ]; then
   # Hardkernel's sd_fuse offsets (512-byte sectors).
   dd if="$BLOBS/bl1.bin" of="$img" seek=1 conv=notrunc status=none
   dd if="$BLOBS/bl2.bin" of="$img" seek=31 conv=notrunc status=none
   dd if="$BLOBS/u-boot.bin" of="$img" seek=63 conv=notrunc status=none
   dd if="$BLOBS/tzsw.bin" of="$img" seek=1503 conv=notrunc status=none
 fi
-name=nasd-$version-$board
 cp "$work/fat/vmlinuz" "$out/$name.vmlinuz"
 cp "$work/fat/initrd.img" "$out/$name.initrd.img"
 cp --sparse=always "$img" "$out/$name.img"

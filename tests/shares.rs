@@ -211,6 +211,50 @@ fn a_user_reaches_a_share_and_a_file_comes_back_byte_identical() {
 }
 
 #[test]
+fn a_writable_share_at_a_filesystem_root_lets_its_user_write() {
+    use std::os::unix::fs::MetadataExt;
+    let mut nas = Nas::new();
+    let bob = nas.add_user("r", "bob's long password");
+    let root = nas.data("");
+    let root = root.trim_end_matches('/');
+    // A fresh filesystem's root: root's, 0755; smbd, forcing group users,
+    // could not write into it.
+    assert_eq!(std::fs::metadata(root).unwrap().mode() & 0o7777, 0o755);
+    let created = nas.add_share(json!({"name": "disk", "path": root, "users": [bob]}));
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let changed = created.body["changed"].as_array().unwrap();
+    assert_eq!(changed.len(), 1, "{:?}", created.body);
+    let folder = std::fs::metadata(root).unwrap();
+    assert_eq!(folder.mode() & 0o7777, 0o2775, "group write and setgid");
+    assert_eq!(folder.uid(), 0, "the owner stays");
+
+    let file = nas.dir.path().join("note.txt");
+    std::fs::write(&file, "written by bob").unwrap();
+    let creds = format!("{bob}%bob's long password");
+    let put = format!("put {} note.txt", file.display());
+    let out = nas.smbclient(&["//127.0.0.1/disk", "-U", &creds, "-c", &put]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(nas.data("note.txt")).unwrap(),
+        "written by bob"
+    );
+
+    // Applying the same share again changes nothing more.
+    let again = nas.daemon.send(
+        "PUT",
+        "shares/disk",
+        json!({"name": "disk", "path": root, "users": [bob]}),
+        &nas.session,
+    );
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    assert_eq!(again.body["changed"], json!([]));
+}
+
+#[test]
 fn a_read_only_guest_share_refuses_writes() {
     let nas = Nas::new();
     std::fs::create_dir_all(nas.data("public")).unwrap();
@@ -243,6 +287,13 @@ fn a_read_only_guest_share_refuses_writes() {
         "{output}"
     );
     assert!(!Path::new(&nas.data("public/note.txt")).exists());
+    use std::os::unix::fs::MetadataExt;
+    let folder = std::fs::metadata(nas.data("public")).unwrap();
+    assert_eq!(
+        folder.mode() & 0o7777,
+        0o755,
+        "a read-only share leaves its folder as it was"
+    );
 }
 
 #[test]

@@ -87,10 +87,13 @@ test("a share created through the form is served by smbd", async () => {
   await page.goto(base + "/#/shares");
   const form = page.locator("#share-form");
   await form.getByLabel("Name").fill("media");
-  await form.getByLabel("Folder").fill(join(dir, "data/media"));
+  // The filesystem's root, root's and 0755: the page says what nasd changed
+  // so that guests can write there.
+  await form.getByLabel("Folder").fill(join(dir, "data"));
   await form.getByLabel("Guests may connect").check();
   await form.getByRole("button", { name: "Share" }).click();
   await page.locator("#shares").filter({ hasText: "media" }).filter({ hasText: "guests" }).waitFor();
+  await page.locator("#share-outcome").filter({ hasText: /Changed .*data: group \d+ and mode 2777 \(were 0 and 755\)/ }).waitFor();
   await page.screenshot({ path: join(shots, "shares-created.png"), fullPage: true });
   // smbd now offers it (file transfer through it is tests/shares.rs's part).
   const listing = spawnSync("smbclient", ["-N", "-p", String(smbPort), "-L", "//127.0.0.1"], { encoding: "utf8" });

@@ -172,16 +172,64 @@ impl Host {
     }
 
     /// Makes a shared folder if it is missing, with `mode` and group `gid`;
-    /// an existing folder is left as its owner set it. Every component is
-    /// opened without following symbolic links and the owner and mode are
-    /// set on the open folder, so a link planted between the caller's check
-    /// and this cannot redirect them (to /etc, say).
+    /// an existing folder is left as it is (see [`Host::ensure_dir_group_access`]).
     pub fn create_share_dir(
         &self,
         path: &Path,
         mode: u32,
         gid: Option<u32>,
     ) -> Result<(), HostError> {
+        use rustix::fs::Mode;
+        let (dir, created) = self.open_dir_nofollow(path, true)?;
+        if created {
+            let err = |e: rustix::io::Errno| io_error(path, e.into());
+            rustix::fs::fchown(&dir, None, gid.map(rustix::fs::Gid::from_raw)).map_err(err)?;
+            // After chown, which clears the setgid bit.
+            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode)).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Gives group `gid` the permission `bits` on an existing folder (so the
+    /// users of a writable share can write into a folder root made), and
+    /// says what changed, if anything. Only the folder itself: what is in
+    /// it keeps the permissions its owners gave it.
+    pub fn ensure_dir_group_access(
+        &self,
+        path: &Path,
+        gid: u32,
+        bits: u32,
+    ) -> Result<Option<String>, HostError> {
+        use rustix::fs::Mode;
+        let err = |e: rustix::io::Errno| io_error(path, e.into());
+        let (dir, _) = self.open_dir_nofollow(path, false)?;
+        let stat = rustix::fs::fstat(&dir).map_err(err)?;
+        let current = Mode::from_raw_mode(stat.st_mode);
+        let wanted = current | Mode::from_raw_mode(bits);
+        if stat.st_gid == gid && current == wanted {
+            return Ok(None);
+        }
+        rustix::fs::fchown(&dir, None, Some(rustix::fs::Gid::from_raw(gid))).map_err(err)?;
+        rustix::fs::fchmod(&dir, wanted).map_err(err)?;
+        Ok(Some(format!(
+            "{}: group {} and mode {:o} (were {} and {:o})",
+            path.display(),
+            gid,
+            wanted.bits(),
+            stat.st_gid,
+            current.bits()
+        )))
+    }
+
+    /// Opens a folder with every component opened without following
+    /// symbolic links, making missing ones when `create`, so that a link
+    /// planted between a caller's check and its change cannot redirect the
+    /// change (to /etc, say). Says whether the last component was made.
+    fn open_dir_nofollow(
+        &self,
+        path: &Path,
+        create: bool,
+    ) -> Result<(rustix::fd::OwnedFd, bool), HostError> {
         use rustix::fs::{Mode, OFlags};
         let full = self.resolve(&path.to_string_lossy());
         let err = |e: rustix::io::Errno| io_error(&full, e.into());
@@ -193,9 +241,10 @@ impl Host {
             let std::path::Component::Normal(name) = part else {
                 continue;
             };
+            created = false;
             dir = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
                 Ok(next) => next,
-                Err(rustix::io::Errno::NOENT) => {
+                Err(rustix::io::Errno::NOENT) if create => {
                     rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)).map_err(err)?;
                     created = true;
                     rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(err)?
@@ -204,12 +253,7 @@ impl Host {
                 Err(e) => return Err(err(e)),
             };
         }
-        if created {
-            rustix::fs::fchown(&dir, None, gid.map(rustix::fs::Gid::from_raw)).map_err(err)?;
-            // After chown, which clears the setgid bit.
-            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode)).map_err(err)?;
-        }
-        Ok(())
+        Ok((dir, created))
     }
 
     /// Names in a directory, sorted; a missing directory is empty.

@@ -164,6 +164,8 @@ pub struct ShareList {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Applied {
     pub warnings: Vec<String>,
+    /// Changes made beside the configuration (a folder's group, say).
+    pub changed: Vec<String>,
 }
 
 pub struct Shares {
@@ -271,8 +273,9 @@ impl Shares {
         }
         let (share, force) = req.into_share();
         self.check(&share, force).await?;
-        shares.push(share);
-        self.apply(shares).await
+        shares.push(share.clone());
+        let applied = self.apply(shares).await?;
+        Ok(self.open_folder_to_users(&share, applied).await)
     }
 
     pub async fn update(&self, name: &str, req: ShareRequest) -> Result<Applied, ShareError> {
@@ -291,8 +294,38 @@ impl Shares {
         }
         let (share, force) = req.into_share();
         self.check(&share, force).await?;
-        shares[index] = share;
-        self.apply(shares).await
+        shares[index] = share.clone();
+        let applied = self.apply(shares).await?;
+        Ok(self.open_folder_to_users(&share, applied).await)
+    }
+
+    /// A writable share whose folder the `users` group cannot write into
+    /// (a filesystem's root, owned by root) would refuse every write: once
+    /// the share is applied, its folder gets group `users`, group write
+    /// and setgid (and, for a writable guest share, write for all, as smbd
+    /// maps guests to nobody). Not recursive: files inside keep theirs.
+    async fn open_folder_to_users(&self, share: &Share, mut applied: Applied) -> Applied {
+        if share.read_only {
+            return applied;
+        }
+        let Some(gid) = self.users_gid().await else {
+            applied
+                .warnings
+                .push("there is no 'users' group: the share's folder was left as it is".into());
+            return applied;
+        };
+        let bits = if share.guest { 0o2777 } else { 0o2770 };
+        match self
+            .host
+            .ensure_dir_group_access(Path::new(&share.path), gid, bits)
+        {
+            Ok(Some(change)) => applied.changed.push(change),
+            Ok(None) => {}
+            Err(err) => applied
+                .warnings
+                .push(format!("users may not be able to write: {err}")),
+        }
+        applied
     }
 
     pub async fn remove(&self, name: &str) -> Result<Applied, ShareError> {

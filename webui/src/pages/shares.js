@@ -1,10 +1,13 @@
 // Shares over SMB and NFS, and the Samba users.
 import { get, post, del } from "../api.js";
 import { html, usePoll, Form, Field } from "../lib.js";
+import { useState } from "preact/hooks";
 
 export function Shares() {
   const [list, error, reload] = usePoll(() => get("shares"), 0);
   const [users, , reloadUsers] = usePoll(() => get("users"), 0);
+  // What the last change did beside smb.conf, and what it could not do.
+  const [outcome, setOutcome] = useState(null);
   if (!list) return html`<p>${error?.message ?? "Loading…"}</p>`;
   const status = list.status ?? {};
   return html`<section>
@@ -19,7 +22,7 @@ export function Shares() {
         <td><button type="button" onClick=${async () => { if (confirm(`Stop sharing ${s.name}? The folder stays.`)) { await del(`shares/${encodeURIComponent(s.name)}`); reload(); } }}>Remove</button></td>
       </tr>`)}</tbody></table>
     <h3>New share</h3>
-    <${Form} id="share-form" button="Share" done=${(_, form) => { form.reset(); reload(); }}
+    <${Form} id="share-form" button="Share" done=${(result, form) => { form.reset(); setOutcome(result); reload(); }}
       submit=${(v) => post("shares", {
         name: v.name, path: v.path, comment: v.comment, read_only: v.read_only, guest: v.guest,
         users: v.users.split(",").map((u) => u.trim()).filter(Boolean), time_machine: v.time_machine,
@@ -34,6 +37,10 @@ export function Shares() {
       <${Field} label="Guests may connect" name="guest" type="checkbox" />
       <${Field} label="Time Machine target" name="time_machine" type="checkbox" />
     </${Form}>
+    ${outcome && html`<ul id="share-outcome">
+      ${(outcome.changed ?? []).map((c) => html`<li>Changed ${c}</li>`)}
+      ${(outcome.warnings ?? []).map((w) => html`<li class="error">${w}</li>`)}
+    </ul>`}
     <h3>Users</h3>
     <ul id="users">${(users ?? []).map((u) => html`<li>${u.name}${u.disabled ? " (disabled)" : ""}</li>`)}</ul>
     <${Form} id="user-form" button="Add user" done=${(_, form) => { form.reset(); reloadUsers(); }}

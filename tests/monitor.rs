@@ -284,3 +284,44 @@ fn a_kill_between_commits_loses_at_most_one_batch_and_leaves_the_database_sound(
         .unwrap();
     assert!(minutes > 0, "rollups were written with the raw samples");
 }
+
+#[test]
+fn bytes_written_to_the_sd_card_are_reported_per_day() {
+    let board = Board::copy();
+    let (d, session) = start(&board, 1);
+    let card = || d.get("metrics/card-writes?days=7", Some(&session)).body;
+    assert_eq!(card()["disk"], "mmcblk0", "the card holds the root");
+    // Let the sampler see the counters once, then the card writes 10 MiB
+    // (20480 sectors more in diskstats' sectors-written field).
+    std::thread::sleep(Duration::from_secs(3));
+    let stats = std::fs::read_to_string(board.root().join("proc/diskstats")).unwrap();
+    let bumped: String = stats
+        .lines()
+        .map(|line| {
+            let mut fields: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+            if fields[2] == "mmcblk0" {
+                let written: u64 = fields[9].parse().unwrap();
+                fields[9] = (written + 20_480).to_string();
+            }
+            format!("{}\n", fields.join(" "))
+        })
+        .collect();
+    std::fs::write(board.root().join("proc/diskstats"), bumped).unwrap();
+    let ten_mib = 10.0 * 1024.0 * 1024.0;
+    wait_for("the card's 10 MiB in today's total", || {
+        let total: u64 = card()["days"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["written_bytes"].as_u64().unwrap())
+            .sum();
+        (total as f64 - ten_mib).abs() < ten_mib * 0.05
+    });
+    let writes = card();
+    assert!(writes["measured_secs"].as_u64().unwrap() >= 3, "{writes}");
+    assert!(writes["mean_bytes_per_day"].as_u64().unwrap() > 10 << 20);
+
+    let refused = d.get("metrics/card-writes?days=0", Some(&session));
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.body["field"], "days", "{:?}", refused.body);
+}

@@ -190,6 +190,8 @@ test("the system page renames the box, lists sessions and guards reboot", async 
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.goto(base + "/#/system");
   await page.locator("#sessions").filter({ hasText: "(this one)" }).waitFor();
+  // The fixture's root is on the SD card; its writes are reported.
+  await page.locator("#card-writes").filter({ hasText: /mmcblk0: .*(per day on average|not measured yet)/ }).waitFor();
   const name = page.locator("#hostname-form");
   await name.getByLabel("Host name").fill("Bad_Name");
   await name.getByRole("button", { name: "Rename" }).click();

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::error::ApiError;
+use crate::monitor::card::CardWrites;
 use crate::monitor::{Columns, DEFAULT_POINTS, OwnWrites};
 use crate::store::Event;
 
@@ -48,6 +49,31 @@ fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardWritesQuery {
+    days: Option<u32>,
+}
+
+/// Bytes written to the system disk (the SD card) per day.
+pub async fn card_writes(
+    State(state): State<AppState>,
+    Query(q): Query<CardWritesQuery>,
+) -> Result<Json<CardWrites>, ApiError> {
+    let list = state.disks.list().await?;
+    let disk = list
+        .disks
+        .iter()
+        .find(|d| d.system)
+        .map(|d| d.volume.name.clone());
+    let monitor = state.monitor.clone();
+    let writes =
+        tokio::task::spawn_blocking(move || monitor.card_writes(disk, q.days.unwrap_or(30)))
+            .await
+            .map_err(|e| ApiError::internal(&e))??;
+    Ok(Json(writes))
 }
 
 pub async fn own_writes(State(state): State<AppState>) -> Json<OwnWrites> {

@@ -166,6 +166,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/metrics/series", get(metrics::series))
         .route("/api/v1/metrics/query", get(metrics::query))
         .route("/api/v1/metrics/self", get(metrics::own_writes))
+        .route("/api/v1/metrics/card-writes", get(metrics::card_writes))
         .route(
             "/api/v1/metrics/token",
             post(metrics::new_token).delete(metrics::revoke_token),

@@ -5,6 +5,7 @@
 //! so the SD card sees few writes. Queries, Prometheus and events read it.
 
 pub mod alerts;
+pub mod card;
 pub mod collect;
 pub mod collectd;
 pub mod parse;
@@ -412,6 +413,32 @@ impl Monitor {
             .map(|(k, (_, v))| (k.clone(), *v))
             .collect();
         prometheus::render(&latest, &state.collector.counters)
+    }
+
+    /// What `disk` (the system disk) was written per local day over the
+    /// last `days` days.
+    pub fn card_writes(
+        &self,
+        disk: Option<String>,
+        days: u32,
+    ) -> Result<card::CardWrites, MonitorError> {
+        if !(1..=365).contains(&days) {
+            return Err(Invalid::new("days", "must be 1 to 365").into());
+        }
+        let buckets = match &disk {
+            Some(name) => self.store.bucket_sums(
+                &key("disk_write_bytes_per_second", &[("disk", name)]),
+                now() - i64::from(days) * 86_400,
+            )?,
+            None => Vec::new(),
+        };
+        let zone = jiff::tz::TimeZone::system();
+        Ok(card::per_day(
+            disk,
+            &buckets,
+            self.interval.as_secs().max(1),
+            &zone,
+        ))
     }
 
     pub fn own_writes(&self) -> OwnWrites {

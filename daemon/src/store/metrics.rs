@@ -37,6 +37,15 @@ pub struct Bucket {
     pub max: f64,
 }
 
+/// A 15-minute bucket's samples added up: a rate series sampled every
+/// interval gives what it counted, in intervals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BucketSum {
+    pub t: i64,
+    pub sum: f64,
+    pub samples: u64,
+}
+
 impl Store {
     /// Ids of series keys, made on first use.
     pub fn series_ids(&self, keys: &[&str]) -> Result<Vec<i64>, StoreError> {
@@ -121,6 +130,24 @@ impl Store {
 
     /// Buckets of `series` in [from, to], folded into at most `points`
     /// groups of equal width.
+    /// Every 15-minute bucket of the series `key` from `from` on (an
+    /// unknown series has none).
+    pub fn bucket_sums(&self, key: &str, from: i64) -> Result<Vec<BucketSum>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT b.t, b.avg * b.n, b.n FROM metric_15m b JOIN metric_series s ON s.id = b.series
+             WHERE s.key = ?1 AND b.t >= ?2 ORDER BY b.t",
+        )?;
+        let rows = stmt.query_map(params![key, from], |row| {
+            Ok(BucketSum {
+                t: row.get(0)?,
+                sum: row.get(1)?,
+                samples: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     pub fn query_series(
         &self,
         series: i64,
@@ -162,6 +189,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         (dir, store)
+    }
+
+    #[test]
+    fn bucket_sums_add_up_a_quarter_across_batches() {
+        let (_dir, store) = store();
+        let id = store.series_ids(&["w{disk=\"sda\"}"]).unwrap()[0];
+        store.add_samples(&[(id, 0, 10.0), (id, 10, 20.0)]).unwrap();
+        store
+            .add_samples(&[(id, 70, 30.0), (id, 900, 5.0)])
+            .unwrap();
+        let sums = store.bucket_sums("w{disk=\"sda\"}", 0).unwrap();
+        assert_eq!(
+            sums,
+            [
+                BucketSum {
+                    t: 0,
+                    sum: 60.0,
+                    samples: 3
+                },
+                BucketSum {
+                    t: 900,
+                    sum: 5.0,
+                    samples: 1
+                }
+            ]
+        );
+        assert!(store.bucket_sums("w{disk=\"sdb\"}", 0).unwrap().is_empty());
+        assert_eq!(store.bucket_sums("w{disk=\"sda\"}", 900).unwrap().len(), 1);
     }
 
     #[test]

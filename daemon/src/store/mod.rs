@@ -20,7 +20,7 @@ use rusqlite::Connection;
 
 pub use bench::DiskRunRow;
 pub use disks::StoredMount;
-pub use metrics::{Bucket, Resolution};
+pub use metrics::{Bucket, BucketSum, Resolution};
 pub use schedules::JobRunRow;
 pub use settings::{Event, Severity};
 pub use users::{SessionUser, User};

@@ -2,7 +2,7 @@
 // sessions, the daemon's recent log lines, reboot and shutdown behind a
 // typed confirmation.
 import { get, post, put, del } from "../api.js";
-import { html, usePoll, Form, Field, duration, when } from "../lib.js";
+import { html, usePoll, Form, Field, bytes, duration, when } from "../lib.js";
 
 export function System() {
   const [info, error] = usePoll(() => get("system"), 10000);
@@ -10,6 +10,7 @@ export function System() {
   const [clock] = usePoll(() => get("system/clock"), 5000);
   const [sessions, , reloadSessions] = usePoll(() => get("sessions"), 0);
   const [log, , reloadLog] = usePoll(() => get("system/log?lines=100"), 0);
+  const [card] = usePoll(() => get("metrics/card-writes?days=14"), 300000);
   if (!info) return html`<p>${error?.message ?? "Loading…"}</p>`;
   return html`<section>
     <h2>System</h2>
@@ -22,6 +23,12 @@ export function System() {
       <dt>Clock</dt><dd id="clock">${clock ? `${new Date(clock.unix * 1000).toLocaleString()} (${clock.time_zone})` : "—"}</dd>
       <dt>Network</dt><dd>${info.network.map((n) => `${n.name} ${n.operstate ?? ""} ${n.speed_mbps == null ? "" : n.speed_mbps + " Mbit/s"}`).join("; ")}</dd>
     </dl>
+    <h3>Writes to the system disk</h3>
+    <p id="card-writes">${!card ? "—" : !card.disk ? "No system disk found." : html`
+      ${card.disk}: ${card.mean_bytes_per_day == null ? "not measured yet" : `${bytes(card.mean_bytes_per_day)} per day on average`}
+      (over ${duration(card.measured_secs)} of sampling; an SD card wears by what is written to it).`}</p>
+    ${card?.days?.length ? html`<table id="card-days"><thead><tr><th>Day</th><th>Written</th></tr></thead>
+      <tbody>${card.days.slice().reverse().map((d) => html`<tr><td>${d.date}</td><td>${bytes(d.written_bytes)}</td></tr>`)}</tbody></table>` : ""}
     <h3>Name</h3>
     <${Form} id="hostname-form" button="Rename" submit=${(v) => put("system/hostname", { hostname: v.hostname })}>
       <${Field} label="Host name" name="hostname" autocomplete="off" />

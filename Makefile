@@ -8,7 +8,9 @@ ARM_TARGETS := aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf
 # Stripped release binaries must fit comfortably on a board: 8 MB at most.
 MAX_BINARY_BYTES := 8000000
 
-.PHONY: run build ui test deps lint test-host test-unit-file test-browser test-cross cross bench image image-boot-check image-smoke-test
+VERSION     := $(shell sed -n 's/^version = "\(.*\)"/\1/p' daemon/Cargo.toml | head -1)
+
+.PHONY: run build ui test deps lint test-host test-unit-file test-browser test-cross cross bench image image-boot-check image-smoke-test test-image
 
 ## Build and start the daemon on this machine with its database in ./var.
 run: build
@@ -29,8 +31,9 @@ webui/dist/index.html: $(UI_SOURCES)
 
 ## Everything: installs what is missing, then lint, unit and system tests,
 ## the systemd unit check, the UI in headless Chromium, the unit tests for
-## both boards under qemu-user, and the size-checked release cross builds.
-test: deps ui lint test-host test-unit-file test-browser test-cross cross
+## both boards under qemu-user, the size-checked release cross builds, and
+## both images built and booted in QEMU.
+test: deps ui lint test-host test-unit-file test-browser test-cross cross test-image
 
 deps:
 	bash tests/install-deps.sh
@@ -90,8 +93,8 @@ bench: deps ui
 	cd tests/browser && npm ci --no-audit --no-fund && node ../bench/webui.mjs
 
 ## The SD-card image for BOARD=hc4 (arm64) or BOARD=xu4 (armhf; needs
-## BLOBS=dir with Hardkernel's bl1/bl2/tzsw/u-boot) in image/out (root:
-## mmdebstrap, qemu-user binfmt).
+## BLOBS=dir with Hardkernel's boot loaders, see image/README.md) in
+## image/out (root: mmdebstrap, qemu-user binfmt).
 BOARD ?= hc4
 image: cross
 	bash image/build.sh $(BOARD)
@@ -99,10 +102,20 @@ image: cross
 ## Boots the arm64 image in qemu-system-aarch64 until nasd answers and the
 ## console shows the setup token.
 image-boot-check:
-	bash image/boot-check.sh image/out/nasd-$$(sed -n 's/^version = "\(.*\)"/\1/p' daemon/Cargo.toml | head -1)-hc4
+	bash image/boot-check.sh image/out/nasd-$(VERSION)-hc4
 
 ## The arm64 image's smoke test (root): setup with the console's token,
-## the extra disk partitioned, formatted and mounted, an SMB user and share
-## reached by smbclient, a reboot that keeps it all.
+## the extra disk formatted and mounted, an SMB user and share written and
+## read back from the host, its NFS export mounted inside the VM, tuning,
+## an upgrade in place, and a reboot that keeps it all.
 image-smoke-test:
-	bash image/smoke-test.sh image/out/nasd-$$(sed -n 's/^version = "\(.*\)"/\1/p' daemon/Cargo.toml | head -1)-hc4
+	bash image/smoke-test.sh image/out/nasd-$(VERSION)-hc4
+
+## Both images built from this tree: the arm64 one through the smoke test;
+## the armhf one with stand-ins for Hardkernel's boot loaders, checked for
+## their places and booted on qemu-system-arm until nasd answers. Serial
+## logs stay in image/out.
+test-image: cross
+	bash image/build.sh hc4
+	bash image/smoke-test.sh image/out/nasd-$(VERSION)-hc4
+	bash image/test-xu4.sh

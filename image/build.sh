@@ -4,7 +4,7 @@
 # qemu-user binfmt), nasd's .deb inside, a FAT boot partition made with
 # mkfs.vfat -C and mtools, an ext4 root made with mkfs.ext4 -d, both
 # written at their offsets behind an sfdisk table starting at 16 MiB.
-# Usage: image/build.sh hc4|xu4 [OUTDIR]   (XU4: BLOBS=dir with bl1, bl2, tzsw, u-boot)
+# Usage: image/build.sh hc4|xu4 [OUTDIR]   (XU4: BLOBS=DIR with Hardkernel's boot loaders)
 set -euo pipefail
 board=$1
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,18 +15,24 @@ case $board in
        modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 mmc_block meson_gx_mmc sdhci ahci_mtk ahci xhci_plat_hcd xhci_pci uas usb_storage sd_mod dwmac_meson8b stmmac" ;;
   xu4) arch=armhf kernel=linux-image-armmp dtb=exynos5422-odroidxu4.dtb console=ttySAC2,115200
        modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 mmc_block dw_mmc_exynos xhci_plat_hcd uas usb_storage sd_mod r8152"
-       # BLOBS=none builds the same root for QEMU's -kernel boot only (the
-       # armhf boot test); its name says it cannot boot a board.
-       if [ "${BLOBS:-}" != none ]; then
-         for blob in bl1.bin bl2.bin tzsw.bin u-boot.bin; do
-           [ -f "${BLOBS:-/nonexistent}/$blob" ] || {
-             echo "image: the XU4 boots through Hardkernel's signed bl1.bin, bl2.bin, tzsw.bin and u-boot.bin, which Debian cannot ship." >&2
-             echo "image: get them from https://github.com/hardkernel/u-boot (branch odroidxu4-v2017.05, sd_fuse/) and set BLOBS=DIR" >&2
-             echo "image: (or BLOBS=none for an image that only QEMU can boot)." >&2
-             exit 1
-           }
-         done
-       fi ;;
+       # The Exynos boot ROM's layout, as Hardkernel's sd_fusing.sh writes
+       # it: file, first 512-byte sector, room before the next one (bytes).
+       blobs="bl1.bin.hardkernel 1 15360
+bl2.bin.hardkernel.720k_uboot 31 16384
+u-boot-dtb.bin 63 737280
+tzsw.bin.hardkernel 1503 262144"
+       while read -r blob sector room; do
+         file=${BLOBS:-/nonexistent}/$blob
+         if [ ! -f "$file" ]; then
+           echo "image: the XU4 boots through Hardkernel's signed boot loaders, which Debian cannot ship:" >&2
+           echo "image: bl1.bin.hardkernel, bl2.bin.hardkernel.720k_uboot, tzsw.bin.hardkernel (sd_fuse/ of" >&2
+           echo "image: https://github.com/hardkernel/u-boot, branch odroidxu4-v2017.05) and the u-boot-dtb.bin" >&2
+           echo "image: built from that branch (odroid-xu4_defconfig). Put them in one folder and set BLOBS=DIR." >&2
+           exit 1
+         fi
+         size=$(stat -c %s "$file")
+         [ "$size" -le "$room" ] || { echo "image: $blob is $size bytes; sector $sector has room for $room" >&2; exit 1; }
+       done <<<"$blobs" ;;
   *) echo "image: board must be hc4 or xu4" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "image: run as root (mmdebstrap's chroot)" >&2; exit 1; }
@@ -71,7 +77,8 @@ mkdir -p "$work/fat/extlinux" "$work/fat/dtbs"
 cp "$work/boot/vmlinuz-$kver" "$work/fat/vmlinuz"
 cp "$work/boot/initrd.img-$kver" "$work/fat/initrd.img"
 dtbdir=$(ls -d "$work/rootfs/usr/lib/linux-image-$kver" 2>/dev/null || true)
-[ -n "$dtbdir" ] && install -D "$dtbdir/$dtb" "$work/fat/dtbs/$dtb"
+[ -n "$dtbdir" ] || { echo "image: the kernel package has no device trees in /usr/lib/linux-image-$kver" >&2; exit 1; }
+install -D "$dtbdir/$dtb" "$work/fat/dtbs/$dtb"
 cat > "$work/fat/extlinux/extlinux.conf" <<CONF
 # Read by the HC4's SPI Petitboot (or any u-boot with distro boot).
 DEFAULT nasd
@@ -82,6 +89,20 @@ LABEL nasd
   FDT /dtbs/$dtb
   APPEND root=LABEL=root rootwait rw console=$console console=tty1 panic=10
 CONF
+
+if [ "$board" = xu4 ]; then
+  # Hardkernel's u-boot reads boot.ini; the HC1 and HC2 use the HC1 tree.
+  install -D "$dtbdir/exynos5422-odroidhc1.dtb" "$work/fat/dtbs/exynos5422-odroidhc1.dtb"
+  cat > "$work/fat/boot.ini" <<INI
+ODROIDXU-UBOOT-CONFIG
+# For an HC1 or HC2, change odroidxu4 to odroidhc1 on the fdt line.
+setenv bootargs "root=LABEL=root rootwait rw console=$console console=tty1 panic=10"
+load mmc 0:1 0x40008000 vmlinuz
+load mmc 0:1 0x44000000 dtbs/exynos5422-odroidxu4.dtb
+load mmc 0:1 0x42000000 initrd.img
+bootz 0x40008000 0x42000000:\${filesize} 0x44000000
+INI
+fi
 
 # Layout: 16 MiB for boot blobs, 256 MiB FAT, then the root (grown to the
 # card at first boot).
@@ -101,16 +122,12 @@ start=$((16 + boot_mib))MiB, type=83
 TABLE
 dd if="$work/boot.img" of="$img" bs=1M seek=16 conv=notrunc,sparse status=none
 dd if="$work/root.img" of="$img" bs=1M seek=$((16 + boot_mib)) conv=notrunc,sparse status=none
-name=nasd-$version-$board
-if [ "$board" = xu4 ] && [ "$BLOBS" = none ]; then
-  name=$name-qemu-only
-elif [ "$board" = xu4 ]; then
-  # Hardkernel's sd_fuse offsets (512-byte sectors).
-  dd if="$BLOBS/bl1.bin" of="$img" seek=1 conv=notrunc status=none
-  dd if="$BLOBS/bl2.bin" of="$img" seek=31 conv=notrunc status=none
-  dd if="$BLOBS/u-boot.bin" of="$img" seek=63 conv=notrunc status=none
-  dd if="$BLOBS/tzsw.bin" of="$img" seek=1503 conv=notrunc status=none
+if [ "$board" = xu4 ]; then
+  while read -r blob sector _; do
+    dd if="$BLOBS/$blob" of="$img" seek="$sector" conv=notrunc status=none
+  done <<<"$blobs"
 fi
+name=nasd-$version-$board
 cp "$work/fat/vmlinuz" "$out/$name.vmlinuz"
 cp "$work/fat/initrd.img" "$out/$name.initrd.img"
 cp --sparse=always "$img" "$out/$name.img"

@@ -18,6 +18,10 @@ apt_packages=(
   curl                                                 # the monitoring bench's HTTP client
   bc                                                   # arithmetic in the benchmark scripts
   tzdata                                               # time zones for schedules (DST tests use Europe/Berlin)
+  mmdebstrap arch-test binfmt-support                  # the images' root filesystems, foreign stages under qemu-user
+  mtools xz-utils                                      # the images' FAT partition without mounting; .img.xz
+  qemu-system-arm                                      # boots the images (qemu-system-aarch64 and -arm)
+  openssh-client                                       # the image smoke test's way into the VM
 )
 rust_targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)
 rust_components=(rustfmt clippy)
@@ -35,6 +39,13 @@ if ((${#missing[@]})); then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# mmdebstrap runs the images' ARM packages' scripts through qemu-user's
+# binfmt handlers: the filesystem must be mounted and both handlers on.
+[ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+for handler in qemu-aarch64 qemu-arm; do
+  grep -qx enabled "/proc/sys/fs/binfmt_misc/$handler" 2>/dev/null || update-binfmts --enable "$handler"
+done
 
 installed_targets=$(rustup target list --installed)
 for target in "${rust_targets[@]}"; do

@@ -67,7 +67,8 @@ api() { # METHOD PATH [JSON]: the answer on stdout; a failure says why and stops
   if ! out=$(curl -sS --fail-with-body -X "$1" -b "$work/cookies" -c "$work/cookies" \
       -H "origin: http://127.0.0.1:$http" -H 'content-type: application/json' ${3:+--data "$3"} \
       "http://127.0.0.1:$http/api/v1/$2"); then
-    echo "smoke: FAILED: $1 $2: $out" >&2
+    echo "smoke: FAILED: $1 $2: $out; nasd's log:" >&2
+    vm journalctl -u nasd -n 40 --no-pager >&2 || true
     exit 1
   fi
   printf '%s' "$out"

@@ -12,9 +12,12 @@ out=${2:-$repo/image/out}
 mirror=${MIRROR:-http://deb.debian.org/debian}
 case $board in
   hc4) arch=arm64 kernel=linux-image-arm64 dtb=amlogic/meson-sm1-odroid-hc4.dtb console=ttyAML0,115200
-       modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 mmc_block meson_gx_mmc sdhci ahci_mtk ahci xhci_plat_hcd xhci_pci uas usb_storage sd_mod dwmac_meson8b stmmac" ;;
+       # The SD card's supplies (fixed and GPIO regulators) come before its
+       # controller; SATA sits behind the SoC's PCIe.
+       modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 fixed gpio_regulator mmc_block meson_gx_mmc pci_meson ahci xhci_plat_hcd xhci_pci uas usb_storage sd_mod" ;;
   xu4) arch=armhf kernel=linux-image-armmp dtb=exynos5422-odroidxu4.dtb console=ttySAC2,115200
-       modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 mmc_block dw_mmc_exynos xhci_plat_hcd uas usb_storage sd_mod r8152"
+       # The SD card's supplies come from the S2MPS11 PMIC on the I2C bus.
+       modules="virtio_blk virtio_pci virtio_net virtio_mmio ext4 i2c_exynos5 s2mps11 clk_s2mps11 mmc_block dw_mmc_exynos xhci_plat_hcd uas usb_storage sd_mod r8152"
        # The Exynos boot ROM's layout, as Hardkernel's sd_fusing.sh writes
        # it: file, first 512-byte sector, room before the next one (bytes).
        blobs="bl1.bin.hardkernel 1 15360
@@ -43,14 +46,16 @@ mkdir -p "$out"
 deb=$("$repo/image/deb.sh" "$arch" "$work")
 
 # The armhf security index on some mirrors lags behind its packages; the
-# image is built from bookworm and bookworm-updates then, and says so.
+# armhf image is built from bookworm and bookworm-updates then, and says
+# so; the board's sources list has bookworm-security all the same.
+security="deb http://deb.debian.org/debian-security bookworm-security main"
 suites="deb $mirror bookworm main
 deb $mirror bookworm-updates main"
 if [ "$arch" = arm64 ]; then
   suites="$suites
-deb http://deb.debian.org/debian-security bookworm-security main"
+$security"
 else
-  echo "image: armhf: building without bookworm-security (its index is often stale on mirrors); update on the board" >&2
+  echo "image: armhf: building without bookworm-security (its index is often stale on mirrors); apt upgrade on the board brings it" >&2
 fi
 
 packages=systemd-sysv,udev,kmod,initramfs-tools,$kernel,dbus,iproute2,netbase,systemd-timesyncd,openssh-server,avahi-daemon,samba,smbclient,nfs-kernel-server,ntfs-3g,exfatprogs,xfsprogs,btrfs-progs,e2fsprogs,dosfstools,smartmontools,hdparm,tzdata,ca-certificates,cloud-guest-utils,fdisk,less
@@ -61,14 +66,16 @@ mmdebstrap --arch="$arch" --variant=minbase --include="$packages" \
   --customize-hook="upload $repo/image/rootfs/nasd-firstboot /usr/local/sbin/nasd-firstboot" \
   --customize-hook="upload $repo/image/rootfs/nasd-firstboot.service /etc/systemd/system/nasd-firstboot.service" \
   --customize-hook="upload $repo/image/rootfs/nasd-announce.service /etc/systemd/system/nasd-announce.service" \
-  --customize-hook='mkdir -p "$1/etc/systemd/journald.conf.d" "$1/etc/issue.d"' \
+  --customize-hook='mkdir -p "$1/etc/systemd/journald.conf.d" "$1/etc/initramfs/post-update.d"' \
+  --customize-hook="upload $repo/image/rootfs/nasd-boot-files /etc/initramfs/post-update.d/nasd-boot-files" \
   --customize-hook="upload $repo/image/rootfs/journald.conf /etc/systemd/journald.conf.d/nasd.conf" \
   --customize-hook="upload $repo/image/rootfs/network.network /etc/systemd/network/50-dhcp.network" \
   --customize-hook="upload $repo/image/rootfs/sshd.conf /etc/ssh/sshd_config.d/nasd.conf" \
-  --customize-hook='chroot "$1" sh -c "chmod 755 /usr/local/sbin/nasd-firstboot && systemctl enable nasd-firstboot.service nasd-announce.service systemd-networkd systemd-timesyncd && rm -f /etc/ssh/ssh_host_* && : > /etc/machine-id && echo nasd > /etc/hostname"' \
+  --customize-hook='chroot "$1" sh -c "chmod 755 /usr/local/sbin/nasd-firstboot /etc/initramfs/post-update.d/nasd-boot-files && systemctl enable nasd-firstboot.service nasd-announce.service systemd-networkd systemd-timesyncd && rm -f /etc/ssh/ssh_host_* && : > /etc/machine-id && echo nasd > /etc/hostname"' \
   --customize-hook="chroot \"\$1\" sh -c 'printf \"LABEL=root / ext4 noatime,errors=remount-ro 0 1\nLABEL=BOOT /boot/firmware vfat noatime,nofail,x-systemd.device-timeout=10s 0 2\n\" > /etc/fstab && mkdir -p /boot/firmware'" \
   --customize-hook="chroot \"\$1\" sh -c 'echo MODULES=list > /etc/initramfs-tools/conf.d/nasd.conf && for m in $modules; do echo \$m; done >> /etc/initramfs-tools/modules'" \
   --customize-hook='chroot "$1" sh -c "rm /usr/sbin/update-initramfs && dpkg-divert --local --rename --remove /usr/sbin/update-initramfs && update-initramfs -c -k all"' \
+  --customize-hook="chroot \"\$1\" sh -c 'grep -qF \"$security\" /etc/apt/sources.list || echo \"$security\" >> /etc/apt/sources.list'" \
   --customize-hook="sync-out /boot $work/boot" \
   bookworm "$work/rootfs" - <<<"$suites"
 

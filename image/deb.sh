@@ -41,8 +41,13 @@ cat > "$stage/DEBIAN/postinst" <<'POSTINST'
 set -e
 if [ -d /run/systemd/system ]; then
   systemctl daemon-reload
-  systemctl enable nasd.service >/dev/null
-  if [ "$1" = configure ] && [ -n "$2" ]; then systemctl restart nasd.service; else systemctl start nasd.service || true; fi
+  # An upgrade restarts nasd and leaves it enabled or not, as its owner set it.
+  if [ "$1" = configure ] && [ -n "$2" ]; then
+    systemctl try-restart nasd.service
+  else
+    systemctl enable nasd.service >/dev/null
+    systemctl start nasd.service || true
+  fi
 else
   # Image build (chroot): enable only.
   mkdir -p /etc/systemd/system/multi-user.target.wants

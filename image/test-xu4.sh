@@ -35,4 +35,8 @@ echo "test-xu4: ok: each boot loader is at its sector, the first partition at 16
 mdir -i "$img@@16M" ::/boot.ini >/dev/null && mtype -i "$img@@16M" ::/boot.ini | grep -q '^ODROIDXU-UBOOT-CONFIG' \
   || { echo "test-xu4: FAILED: no boot.ini for Hardkernel's u-boot" >&2; exit 1; }
 echo "test-xu4: ok: boot.ini on the boot partition"
+root_offset=$(sfdisk -J "$img" | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitiontable"]["partitions"][1]["start"] * 512)')
+debugfs -R "cat /etc/apt/sources.list" "$img?offset=$root_offset" 2>/dev/null | grep -q "bookworm-security" \
+  || { echo "test-xu4: FAILED: the board's sources list lacks bookworm-security" >&2; exit 1; }
+echo "test-xu4: ok: the board gets security updates"
 PORT=${PORT:-18082} "$repo/image/boot-check.sh" "${img%.img}"

@@ -82,8 +82,19 @@ check() { # what command...
   if "$@"; then echo "smoke: ok: $what"; else echo "smoke: FAILED: $what" >&2; exit 1; fi
 }
 smb() { # smbclient command string, as alice
-  smbclient "//127.0.0.1/media" -p "$smb" -U "alice%alice secret pw" -c "$1" > "$work/smb.log" 2>&1 \
-    || { cat "$work/smb.log" >&2; echo "smoke: FAILED: smbclient -c '$1'" >&2; exit 1; }
+  local tries=0
+  until smbclient "//127.0.0.1/media" -p "$smb" -U "alice%alice secret pw" -c "$1" > "$work/smb.log" 2>&1; do
+    # Right after a boot smbd may not listen yet (QEMU's forward then
+    # resets the connection): only that is waited for, up to a minute.
+    tries=$((tries + 1))
+    if [ $tries -lt 30 ] && grep -q 'NT_STATUS_CONNECTION_\(RESET\|REFUSED\)' "$work/smb.log"; then
+      sleep 2
+      continue
+    fi
+    cat "$work/smb.log" >&2
+    echo "smoke: FAILED: smbclient -c '$1'" >&2
+    exit 1
+  done
 }
 
 boot first
@@ -150,5 +161,6 @@ check "the read-ahead is applied again" test "$(vm cat "/sys/block/$disk/queue/r
 smb "get photo.bin $work/again.bin"
 check "the file comes back over SMB after the reboot" cmp -s "$work/up.bin" "$work/again.bin"
 check "and over NFS inside the VM" \
-  test "$(vm "mount -t nfs 127.0.0.1:$mount/media /mnt/nfs && sha256sum < /mnt/nfs/photo.bin && umount /mnt/nfs" | cut -d' ' -f1)" = "$sum"
+  test "$(vm "for _ in \$(seq 60); do systemctl -q is-active nfs-server && break; sleep 1; done
+    mount -t nfs 127.0.0.1:$mount/media /mnt/nfs && sha256sum < /mnt/nfs/photo.bin && umount /mnt/nfs" | cut -d' ' -f1)" = "$sum"
 echo "smoke: all checks passed in $(( $(date +%s) - started )) s"

@@ -72,7 +72,7 @@ mmdebstrap --arch="$arch" --variant=minbase --include="$packages" \
   --customize-hook="upload $repo/image/rootfs/network.network /etc/systemd/network/50-dhcp.network" \
   --customize-hook="upload $repo/image/rootfs/sshd.conf /etc/ssh/sshd_config.d/nasd.conf" \
   --customize-hook='chroot "$1" sh -c "chmod 755 /usr/local/sbin/nasd-firstboot /etc/initramfs/post-update.d/nasd-boot-files && systemctl enable nasd-firstboot.service nasd-announce.service systemd-networkd systemd-timesyncd && rm -f /etc/ssh/ssh_host_* && : > /etc/machine-id && echo nasd > /etc/hostname"' \
-  --customize-hook="chroot \"\$1\" sh -c 'printf \"LABEL=root / ext4 noatime,errors=remount-ro 0 1\nLABEL=BOOT /boot/firmware vfat noatime,nofail,x-systemd.device-timeout=10s 0 2\n\" > /etc/fstab && mkdir -p /boot/firmware'" \
+  --customize-hook="chroot \"\$1\" sh -c 'printf \"LABEL=root / ext4 noatime,errors=remount-ro 0 1\nLABEL=BOOT /boot/firmware vfat noatime,nofail,x-systemd.device-timeout=30s 0 2\n\" > /etc/fstab && mkdir -p /boot/firmware'" \
   --customize-hook="chroot \"\$1\" sh -c 'echo MODULES=list > /etc/initramfs-tools/conf.d/nasd.conf && for m in $modules; do echo \$m; done >> /etc/initramfs-tools/modules'" \
   --customize-hook='chroot "$1" sh -c "rm /usr/sbin/update-initramfs && dpkg-divert --local --rename --remove /usr/sbin/update-initramfs && update-initramfs -c -k all"' \
   --customize-hook="chroot \"\$1\" sh -c 'grep -qF \"$security\" /etc/apt/sources.list || echo \"$security\" >> /etc/apt/sources.list'" \

@@ -117,15 +117,15 @@ volume=$(api POST "disks/$disk/format" '{"fs":"ext4","label":"data"}' | field 'd
 mount=$(api POST "disks/$volume/mount" '{}' | field 'd["mountpoint"]')
 check "it is partitioned, formatted ext4 ($volume) and mounted at $mount" test -n "$mount"
 api POST users '{"username":"alice","password":"alice secret pw"}' >/dev/null
-share=$(api POST shares "{\"name\":\"media\",\"path\":\"$mount/media\",\"users\":[\"alice\"],\"nfs\":{\"clients\":[\"127.0.0.1\"]}}")
-check "the share is made with its folder and no warning" test "$(field 'd["warnings"]' <<<"$share")" = "[]"
+share=$(api POST shares "{\"name\":\"media\",\"path\":\"$mount/family/media\",\"users\":[\"alice\"],\"nfs\":{\"clients\":[\"127.0.0.1\"]}}")
+check "the share is made with its folders and no warning" test "$(field 'd["warnings"]' <<<"$share")" = "[]"
 
 head -c 3000000 /dev/urandom > "$work/up.bin"
 smb "put $work/up.bin photo.bin; get photo.bin $work/down.bin"
 check "smbclient writes a 3 MB file as alice and reads it back byte-identical" cmp -s "$work/up.bin" "$work/down.bin"
 sum=$(sha256sum < "$work/up.bin" | cut -d' ' -f1)
 check "inside the VM, the NFS export mounted over loopback holds the file" \
-  test "$(vm "mkdir -p /mnt/nfs && mount -t nfs 127.0.0.1:$mount/media /mnt/nfs && sha256sum < /mnt/nfs/photo.bin && umount /mnt/nfs" | cut -d' ' -f1)" = "$sum"
+  test "$(vm "mkdir -p /mnt/nfs && mount -t nfs 127.0.0.1:$mount/family/media /mnt/nfs && sha256sum < /mnt/nfs/photo.bin && umount /mnt/nfs" | cut -d' ' -f1)" = "$sum"
 
 api PUT tuning "{\"disk\":\"$disk\",\"read_ahead_kb\":2048}" >/dev/null
 check "the read-ahead of $disk is tuned to 2048 KiB" test "$(vm cat "/sys/block/$disk/queue/read_ahead_kb")" = 2048
@@ -162,5 +162,5 @@ smb "get photo.bin $work/again.bin"
 check "the file comes back over SMB after the reboot" cmp -s "$work/up.bin" "$work/again.bin"
 check "and over NFS inside the VM" \
   test "$(vm "for _ in \$(seq 60); do systemctl -q is-active nfs-server && break; sleep 1; done
-    mount -t nfs 127.0.0.1:$mount/media /mnt/nfs && sha256sum < /mnt/nfs/photo.bin && umount /mnt/nfs" | cut -d' ' -f1)" = "$sum"
+    mount -t nfs 127.0.0.1:$mount/family/media /mnt/nfs && sha256sum < /mnt/nfs/photo.bin && umount /mnt/nfs" | cut -d' ' -f1)" = "$sum"
 echo "smoke: all checks passed in $(( $(date +%s) - started )) s"

@@ -179,7 +179,7 @@ fn mount_unmount_cycle(fs: &str, label: &str, mount_type: &str, kernel_type: &st
         ""
     };
     let expected = format!(
-        "UUID={uuid} {mountpoint} {mount_type} noatime,{big_writes}nofail,x-systemd.device-timeout=10s 0 {pass}\n"
+        "UUID={uuid} {mountpoint} {mount_type} noatime,{big_writes}nofail,x-systemd.device-timeout=30s 0 {pass}\n"
     );
     assert!(fstab.contains(&expected), "{fstab}\nlacks\n{expected}");
 
@@ -354,7 +354,7 @@ fn preview_shows_options_with_reasons_and_changes_nothing() {
         [
             "noatime",
             "nofail",
-            "x-systemd.device-timeout=10s",
+            "x-systemd.device-timeout=30s",
             "discard"
         ]
     );

@@ -119,7 +119,7 @@ mod tests {
             uuid: uuid.into(),
             mountpoint: mountpoint.into(),
             mount_type: "ext4".into(),
-            options: "noatime,nofail,x-systemd.device-timeout=10s".into(),
+            options: "noatime,nofail,x-systemd.device-timeout=30s".into(),
         }
     }
 
@@ -128,7 +128,7 @@ mod tests {
         let one = splice(HAND_WRITTEN, &[entry("a-1", "/srv/data")]).unwrap();
         assert!(one.starts_with(HAND_WRITTEN), "foreign lines byte for byte");
         assert!(one.contains(
-            "\nUUID=a-1 /srv/data ext4 noatime,nofail,x-systemd.device-timeout=10s 0 2\n"
+            "\nUUID=a-1 /srv/data ext4 noatime,nofail,x-systemd.device-timeout=30s 0 2\n"
         ));
         assert_eq!(managed_lines(&one).len(), 1);
 
@@ -189,7 +189,7 @@ mod tests {
         let again = splice(&end_without_newline, &[entry("b", "/srv/b")]).unwrap();
         assert_eq!(
             managed_lines(&again),
-            ["UUID=b /srv/b ext4 noatime,nofail,x-systemd.device-timeout=10s 0 2"]
+            ["UUID=b /srv/b ext4 noatime,nofail,x-systemd.device-timeout=30s 0 2"]
         );
         assert!(again.starts_with(HAND_WRITTEN));
     }

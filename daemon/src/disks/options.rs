@@ -190,8 +190,8 @@ pub fn plan(fs: &str, ntfs: Option<NtfsDriver>, extras: &[String]) -> Result<Mou
         reason: "booting goes on when this disk is missing".into(),
     });
     options.push(MountOption {
-        option: "x-systemd.device-timeout=10s".into(),
-        reason: "boot waits at most 10 s for the disk instead of 90 s".into(),
+        option: "x-systemd.device-timeout=30s".into(),
+        reason: "a disk slow to appear (spinning up on USB) is still mounted, and what needs it (the NFS server) waits 30 s at most for a missing one instead of 90 s".into(),
     });
     let checked_fs = if fs == "ntfs" { "ntfs" } else { mount_type };
     for extra in extras {
@@ -226,7 +226,7 @@ mod tests {
             assert_eq!(p.mount_type, fs);
             assert_eq!(
                 names(&p),
-                ["noatime", "nofail", "x-systemd.device-timeout=10s"]
+                ["noatime", "nofail", "x-systemd.device-timeout=30s"]
             );
             assert!(p.options.iter().all(|o| !o.reason.is_empty()));
         }
@@ -254,7 +254,7 @@ mod tests {
         let p = plan("btrfs", None, &extras).unwrap();
         assert_eq!(
             p.option_string(),
-            "noatime,nofail,x-systemd.device-timeout=10s,compress=zstd:3,ro"
+            "noatime,nofail,x-systemd.device-timeout=30s,compress=zstd:3,ro"
         );
         let p = plan(
             "ntfs",

@@ -247,7 +247,11 @@ impl Host {
                 Err(rustix::io::Errno::NOENT) if create => {
                     rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)).map_err(err)?;
                     created = true;
-                    rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(err)?
+                    let made = rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(err)?;
+                    // 0755 whatever the umask (the unit's is 0077): the
+                    // share's users must get through the folders on the way.
+                    rustix::fs::fchmod(&made, Mode::from_raw_mode(0o755)).map_err(err)?;
+                    made
                 }
                 // ELOOP or ENOTDIR: a symbolic link or a file on the way.
                 Err(e) => return Err(err(e)),

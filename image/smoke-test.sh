@@ -107,7 +107,7 @@ check "first boot named the box from its MAC ($name) and made SSH host keys" \
   grep -qx 'nasd-[0-9a-f]\{4\}' <<<"$name"
 check "first boot grew the root filesystem to the card" \
   test "$(vm df -B1 --output=size / | tail -1)" -gt $(( root_bytes + (768 << 20) ))
-check "avahi announces it over mDNS" test "$(vm systemctl is-active avahi-daemon)" = active
+check "avahi-daemon, which announces it over mDNS, is running" test "$(vm systemctl is-active avahi-daemon)" = active
 check "the root is mounted noatime" grep -q noatime <<<"$(vm findmnt -no OPTIONS /)"
 journals=$(vm journalctl --header | sed -n 's/^File path: //p')
 check "the journal is kept in RAM" test -n "$journals" -a -z "$(grep -v '^/run/log/journal/' <<<"$journals")"
